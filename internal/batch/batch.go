@@ -1,0 +1,133 @@
+// Package batch groups concurrent calls into one: while one batch runs, the
+// calls that arrive wait and go together into the next. rowq uses it for
+// group commit (many enqueue requests, one multi-row INSERT and one commit)
+// and for acknowledging many deliveries with one DELETE.
+package batch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// batchTimeout bounds one batch, so a database that hangs fails the waiting
+// calls instead of holding them forever.
+const batchTimeout = 30 * time.Second
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("batcher closed")
+
+// Func runs one batch. It returns one result per item, in order, or an
+// error for the whole batch.
+type Func[T, R any] func(ctx context.Context, items []T) ([]R, error)
+
+// Batcher groups concurrent Do calls into calls of its Func.
+type Batcher[T, R any] struct {
+	fn      Func[T, R]
+	max     int
+	calls   chan *call[T, R]
+	done    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+type call[T, R any] struct {
+	item T
+	res  R
+	err  error
+	done chan struct{}
+}
+
+// New starts a batcher whose batches hold at most max items and of which at
+// most workers run at once.
+func New[T, R any](fn Func[T, R], max, workers int) *Batcher[T, R] {
+	b := &Batcher[T, R]{fn: fn, max: max, calls: make(chan *call[T, R], max*workers), done: make(chan struct{})}
+	for range workers {
+		b.wg.Go(b.loop)
+	}
+	return b
+}
+
+// Do adds item to the next batch and waits for that batch's result. When ctx
+// ends first, Do returns ctx's error; the item may still be written.
+func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
+	c := &call[T, R]{item: item, done: make(chan struct{})}
+	var zero R
+	select {
+	case <-b.done:
+		return zero, ErrClosed
+	default:
+	}
+	select {
+	case b.calls <- c:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-b.done:
+		return zero, ErrClosed
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// Close runs the calls already queued, then stops the workers.
+func (b *Batcher[T, R]) Close() {
+	b.closeMu.Do(func() { close(b.done) })
+	b.wg.Wait()
+}
+
+func (b *Batcher[T, R]) loop() {
+	batch := make([]*call[T, R], 0, b.max)
+	for {
+		batch = batch[:0]
+		select {
+		case c := <-b.calls:
+			batch = append(batch, c)
+		case <-b.done:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case c := <-b.calls:
+					b.run([]*call[T, R]{c})
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < b.max {
+			select {
+			case c := <-b.calls:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		b.run(batch)
+	}
+}
+
+func (b *Batcher[T, R]) run(batch []*call[T, R]) {
+	items := make([]T, len(batch))
+	for i, c := range batch {
+		items[i] = c.item
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	res, err := b.fn(ctx, items)
+	if err == nil && len(res) != len(items) {
+		err = errors.New("batch: result count does not match item count")
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.err = err
+		} else {
+			c.res = res[i]
+		}
+		close(c.done)
+	}
+}

@@ -1,0 +1,121 @@
+// Package cli implements the rowq command's subcommands.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rowq/rowq/internal/config"
+	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store/backend"
+)
+
+const usage = `rowq: jobs, schedules and locks in rows of your database.
+
+Usage:
+  rowq serve [flags]     run a node: HTTP API and dispatcher (rowq serve -h lists flags)
+  rowq migrate [flags]   apply the database schema and exit
+  rowq version           print the version
+
+With no flags, rowq serve keeps its data in ./rowq.db (SQLite) and listens on
+127.0.0.1:8080. Choose a database with --database-url or ROWQ_DATABASE_URL:
+  mysql://user:pass@host:3306/db   postgres://user:pass@host:5432/db   sqlite://path
+`
+
+// Main runs the command with args (without the program name) and returns
+// the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stderr)
+	case "migrate":
+		err = migrate(args[1:], stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "rowq", server.Version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "rowq: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "rowq:", err)
+		return 1
+	}
+}
+
+func load(name string, args []string, stderr io.Writer) (config.Config, *slog.Logger, error) {
+	fs := flag.NewFlagSet("rowq "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg, err := config.Load(fs, args, config.FromEnv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	return cfg, slog.New(h), nil
+}
+
+// serve runs a node until SIGINT or SIGTERM; a second signal cuts the
+// soft shutdown short.
+func serve(args []string, stderr io.Writer) error {
+	cfg, log, err := load("serve", args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hard := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		stop()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		log.Warn("second signal: stopping now")
+		close(hard)
+	}()
+	return server.Run(ctx, cfg, log, hard)
+}
+
+func migrate(args []string, stderr io.Writer) error {
+	cfg, log, err := load("migrate", args, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := backend.Open(cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	log.Info("schema up to date", "dialect", st.Dialect(), "database", backend.Redact(cfg.DatabaseURL))
+	return nil
+}

@@ -1,0 +1,289 @@
+// Package config holds rowq's server configuration: defaults, the ROWQ_*
+// environment, Fireworq's FIREWORQ_* names (so a Fireworq deployment can
+// switch binaries) and command-line flags. Precedence: flag > ROWQ_* >
+// FIREWORQ_* > default.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+)
+
+// Config is the server's configuration.
+type Config struct {
+	Bind        string // address the HTTP API listens on
+	DatabaseURL string // mysql://, postgres:// or sqlite:// URL
+
+	QueueDefault                string // queue for unrouted categories; "" for none
+	QueueDefaultMaxWorkers      int
+	QueueDefaultPollingInterval int // milliseconds
+
+	ShutdownTimeout       time.Duration
+	ConfigRefreshInterval time.Duration
+	NodeTTL               time.Duration
+	GrabLease             time.Duration
+	RescueInterval        time.Duration
+	MaxBodyBytes          int64
+
+	DispatchUserAgent       string
+	DispatchKeepAlive       bool
+	DispatchMaxConnsPerHost int
+	DispatchIdleConnTimeout time.Duration
+
+	NodeID        string // default: host-pid-random
+	AdvertiseHost string // address peers and operators reach this node at; default: Bind
+	LogLevel      string // debug, info, warn, error
+	LogFormat     string // text or json
+}
+
+// Default returns the configuration used when nothing is set: embedded
+// SQLite in ./rowq.db, listening on 127.0.0.1:8080.
+func Default() Config {
+	return Config{
+		Bind:                        "127.0.0.1:8080",
+		DatabaseURL:                 "sqlite://rowq.db",
+		QueueDefault:                "default",
+		QueueDefaultMaxWorkers:      20,
+		QueueDefaultPollingInterval: 200,
+		ShutdownTimeout:             30 * time.Second,
+		ConfigRefreshInterval:       time.Second,
+		NodeTTL:                     10 * time.Second,
+		GrabLease:                   30 * time.Second,
+		RescueInterval:              5 * time.Second,
+		MaxBodyBytes:                1 << 20,
+		DispatchUserAgent:           "rowq",
+		DispatchKeepAlive:           true,
+		DispatchMaxConnsPerHost:     0,
+		DispatchIdleConnTimeout:     90 * time.Second,
+		LogLevel:                    "info",
+		LogFormat:                   "text",
+	}
+}
+
+// option is one setting: its flag, its ROWQ_ name, its Fireworq name if it
+// has one, and how to parse each.
+type option struct {
+	flag, usage string
+	env         string // ROWQ_…
+	fireworq    string // FIREWORQ_…, "" if none
+	value       flag.Value
+	// fromFireworq parses the Fireworq form, whose units differ (seconds,
+	// milliseconds as bare integers); nil means the same as value.Set.
+	fromFireworq func(string) error
+}
+
+func (c *Config) options() []option {
+	return []option{
+		{flag: "bind", env: "ROWQ_BIND", fireworq: "FIREWORQ_BIND", value: (*strValue)(&c.Bind), usage: "address the HTTP API listens on"},
+		{flag: "database-url", env: "ROWQ_DATABASE_URL", fireworq: "FIREWORQ_MYSQL_DSN", value: (*strValue)(&c.DatabaseURL),
+			usage:        "database: mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite://path",
+			fromFireworq: func(s string) (err error) { c.DatabaseURL, err = MySQLURLFromDSN(s); return err }},
+		{flag: "queue-default", env: "ROWQ_QUEUE_DEFAULT", fireworq: "FIREWORQ_QUEUE_DEFAULT", value: (*strValue)(&c.QueueDefault),
+			usage: `queue for jobs whose category has no routing, created if missing; "" refuses such jobs`},
+		{flag: "queue-default-max-workers", env: "ROWQ_QUEUE_DEFAULT_MAX_WORKERS", fireworq: "FIREWORQ_QUEUE_DEFAULT_MAX_WORKERS",
+			value: (*intValue)(&c.QueueDefaultMaxWorkers), usage: "max_workers of queues created without one"},
+		{flag: "queue-default-polling-interval", env: "ROWQ_QUEUE_DEFAULT_POLLING_INTERVAL", fireworq: "FIREWORQ_QUEUE_DEFAULT_POLLING_INTERVAL",
+			value: (*intValue)(&c.QueueDefaultPollingInterval), usage: "polling_interval (ms) of queues created without one"},
+		{flag: "shutdown-timeout", env: "ROWQ_SHUTDOWN_TIMEOUT", fireworq: "FIREWORQ_SHUTDOWN_TIMEOUT", value: (*durValue)(&c.ShutdownTimeout),
+			usage: "how long SIGTERM waits for deliveries in flight", fromFireworq: unitDur(&c.ShutdownTimeout, time.Second)},
+		{flag: "config-refresh-interval", env: "ROWQ_CONFIG_REFRESH_INTERVAL", fireworq: "FIREWORQ_CONFIG_REFRESH_INTERVAL", value: (*durValue)(&c.ConfigRefreshInterval),
+			usage: "how often a node heartbeats, claims queues and reloads their settings", fromFireworq: unitDur(&c.ConfigRefreshInterval, time.Millisecond)},
+		{flag: "node-ttl", env: "ROWQ_NODE_TTL", value: (*durValue)(&c.NodeTTL),
+			usage: "how long a silent node keeps its queues before another node takes them"},
+		{flag: "grab-lease", env: "ROWQ_GRAB_LEASE", value: (*durValue)(&c.GrabLease),
+			usage: "how long a grabbed job stays held without renewal (renewed every third of it while delivering)"},
+		{flag: "rescue-interval", env: "ROWQ_RESCUE_INTERVAL", value: (*durValue)(&c.RescueInterval),
+			usage: "how often a queue's dispatcher frees grabs whose holder vanished"},
+		{flag: "max-body-bytes", env: "ROWQ_MAX_BODY_BYTES", value: (*int64Value)(&c.MaxBodyBytes), usage: "largest request body accepted (413 above)"},
+		{flag: "dispatch-user-agent", env: "ROWQ_DISPATCH_USER_AGENT", fireworq: "FIREWORQ_DISPATCH_USER_AGENT", value: (*strValue)(&c.DispatchUserAgent),
+			usage: "User-Agent of deliveries to workers"},
+		{flag: "dispatch-keep-alive", env: "ROWQ_DISPATCH_KEEP_ALIVE", fireworq: "FIREWORQ_DISPATCH_KEEP_ALIVE", value: (*boolValue)(&c.DispatchKeepAlive),
+			usage: "reuse connections to workers"},
+		{flag: "dispatch-max-conns-per-host", env: "ROWQ_DISPATCH_MAX_CONNS_PER_HOST", fireworq: "FIREWORQ_DISPATCH_MAX_CONNS_PER_HOST",
+			value: (*intValue)(&c.DispatchMaxConnsPerHost), usage: "connections per worker host; 0 = no limit"},
+		{flag: "dispatch-idle-conn-timeout", env: "ROWQ_DISPATCH_IDLE_CONN_TIMEOUT", fireworq: "FIREWORQ_DISPATCH_IDLE_CONN_TIMEOUT",
+			value: (*durValue)(&c.DispatchIdleConnTimeout), usage: "how long an idle worker connection is kept",
+			fromFireworq: unitDur(&c.DispatchIdleConnTimeout, time.Second)},
+		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
+		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "address peers reach this node at (default: the bound address)"},
+		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
+		{flag: "log-format", env: "ROWQ_LOG_FORMAT", value: (*strValue)(&c.LogFormat), usage: "text or json"},
+	}
+}
+
+// Load builds the configuration from defaults, the environment (looked up
+// with getenv) and the flags in args.
+func Load(fs *flag.FlagSet, args []string, getenv func(string) (string, bool)) (Config, error) {
+	c := Default()
+	opts := c.options()
+	for _, o := range opts {
+		if o.fireworq != "" {
+			if v, ok := getenv(o.fireworq); ok {
+				set := o.value.Set
+				if o.fromFireworq != nil {
+					set = o.fromFireworq
+				}
+				if err := set(v); err != nil {
+					return c, fmt.Errorf("%s: %w", o.fireworq, err)
+				}
+			}
+		}
+		if v, ok := getenv(o.env); ok {
+			if err := o.value.Set(v); err != nil {
+				return c, fmt.Errorf("%s: %w", o.env, err)
+			}
+		}
+	}
+	for _, o := range opts {
+		fs.Var(o.value, o.flag, fmt.Sprintf("%s (env %s)", o.usage, o.env))
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return c, c.Validate()
+}
+
+// FromEnv is os.LookupEnv, for Load.
+func FromEnv(name string) (string, bool) { return os.LookupEnv(name) }
+
+// Validate checks every field; its messages name the flag and the range.
+func (c *Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Bind != "", "bind: must not be empty")
+	check(strings.Contains(c.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path, got %q", c.DatabaseURL)
+	check(c.QueueDefaultMaxWorkers >= 1 && c.QueueDefaultMaxWorkers <= 10000, "queue-default-max-workers: must be 1..10000, got %d", c.QueueDefaultMaxWorkers)
+	check(c.QueueDefaultPollingInterval >= 1 && c.QueueDefaultPollingInterval <= 3600000, "queue-default-polling-interval: must be 1..3600000 ms, got %d", c.QueueDefaultPollingInterval)
+	check(c.ShutdownTimeout >= 0, "shutdown-timeout: must not be negative")
+	check(c.ConfigRefreshInterval >= 10*time.Millisecond, "config-refresh-interval: must be at least 10ms, got %v", c.ConfigRefreshInterval)
+	check(c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
+	check(c.GrabLease >= 300*time.Millisecond, "grab-lease: must be at least 300ms, got %v", c.GrabLease)
+	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
+	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
+	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
+	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		check(false, "log-level: want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	check(c.LogFormat == "text" || c.LogFormat == "json", "log-format: want text or json, got %q", c.LogFormat)
+	return errors.Join(errs...)
+}
+
+// MySQLURLFromDSN turns a go-sql-driver DSN (Fireworq's FIREWORQ_MYSQL_DSN,
+// such as user:pass@tcp(127.0.0.1:3306)/db) into a mysql:// URL.
+func MySQLURLFromDSN(dsn string) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("not a MySQL DSN: %w", err)
+	}
+	if cfg.Net != "tcp" {
+		return "", fmt.Errorf("only tcp(host:port) MySQL addresses are supported, got %s", cfg.Net)
+	}
+	u := "mysql://"
+	if cfg.User != "" {
+		u += urlEscape(cfg.User)
+		if cfg.Passwd != "" {
+			u += ":" + urlEscape(cfg.Passwd)
+		}
+		u += "@"
+	}
+	return u + cfg.Addr + "/" + cfg.DBName, nil
+}
+
+func urlEscape(s string) string {
+	r := strings.NewReplacer("%", "%25", ":", "%3A", "@", "%40", "/", "%2F", "?", "%3F", "#", "%23")
+	return r.Replace(s)
+}
+
+type strValue string
+
+func (v *strValue) String() string     { return string(*v) }
+func (v *strValue) Set(s string) error { *v = strValue(s); return nil }
+
+type intValue int
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want an integer, got %q", s)
+	}
+	*v = intValue(n)
+	return nil
+}
+
+type int64Value int64
+
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want an integer, got %q", s)
+	}
+	*v = int64Value(n)
+	return nil
+}
+
+type boolValue bool
+
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	*v = boolValue(b)
+	return nil
+}
+
+type durValue time.Duration
+
+func (v *durValue) String() string { return time.Duration(*v).String() }
+func (v *durValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 500ms, 30s or 1m, got %q", s)
+	}
+	*v = durValue(d)
+	return nil
+}
+
+// unitDur parses Fireworq's bare-integer durations in the given unit.
+func unitDur(d *time.Duration, unit time.Duration) func(string) error {
+	return func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want an integer (%v), got %q", unit, s)
+		}
+		*d = time.Duration(n) * unit
+		return nil
+	}
+}
+
+// Settings lists the effective configuration by flag name, with the
+// database password masked, for GET /settings and the start-up log.
+func (c Config) Settings(redact func(string) string) map[string]string {
+	out := map[string]string{}
+	for _, o := range c.options() {
+		out[o.flag] = o.value.String()
+	}
+	out["database-url"] = redact(c.DatabaseURL)
+	return out
+}

@@ -1,0 +1,291 @@
+// Package dispatch delivers jobs to workers. A Dispatcher keeps its node
+// registered, claims the queues that have no live leader, and runs one
+// runner per queue it leads: the runner grabs due jobs in batches (at most
+// max_workers in flight), POSTs each to its worker, and acknowledges,
+// retries or fails it by the worker's answer. It also extends its grabs
+// while deliveries run and rescues grabs whose holder vanished.
+//
+// Exclusion does not rest on leadership alone: a job is grabbed by one
+// atomic statement and every acknowledgement is guarded by the holder's
+// node id, so even two runners of one queue cannot deliver a job twice
+// unless a grab expires while its delivery still runs, which extension
+// prevents while the holder is healthy.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Config configures a Dispatcher. Zero durations and sizes take the
+// defaults noted.
+type Config struct {
+	Store  store.Store
+	Logger *slog.Logger
+	// Node is this process's node id; Host the address it is reached at.
+	Node, Host string
+	// Client delivers jobs; per-job timeouts come from the job.
+	Client    *http.Client
+	UserAgent string
+	// RefreshInterval is how often the node heartbeats, claims queues and
+	// reloads queue settings (1s).
+	RefreshInterval time.Duration
+	// NodeTTL is how long a registration lasts without a heartbeat: the
+	// time within which another node takes over a dead node's queues (10s).
+	NodeTTL time.Duration
+	// GrabLease is how long a grab lasts unless extended; grabs are
+	// extended every GrabLease/3 while their deliveries run (30s).
+	GrabLease time.Duration
+	// RescueInterval is how often a runner frees expired grabs of its
+	// queue (5s).
+	RescueInterval time.Duration
+	// BatchSize bounds the jobs taken by one grab (100).
+	BatchSize int
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.RefreshInterval, time.Second)
+	def(&c.NodeTTL, 10*time.Second)
+	def(&c.GrabLease, 30*time.Second)
+	def(&c.RescueInterval, 5*time.Second)
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.Client == nil {
+		c.Client = http.DefaultClient
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Dispatcher runs the queues this node leads.
+type Dispatcher struct {
+	cfg Config
+	log *slog.Logger
+
+	// deliverCtx bounds deliveries and their acknowledgements; it ends at
+	// the hard stop.
+	deliverCtx context.Context
+	hardStop   context.CancelFunc
+	complete   *batch.Batcher[int64, struct{}]
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	retired sync.WaitGroup // runners stopped but still finishing deliveries
+
+	startOnce, stopOnce sync.Once
+	stop                chan struct{}
+	loopDone            chan struct{}
+	healthy             bool
+	lastBeat            time.Time
+}
+
+// New returns a Dispatcher; Start runs it.
+func New(cfg Config) *Dispatcher {
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Dispatcher{
+		cfg:        cfg,
+		log:        cfg.Logger.With("node", cfg.Node),
+		deliverCtx: ctx,
+		hardStop:   cancel,
+		runners:    map[string]*runner{},
+		stop:       make(chan struct{}),
+		loopDone:   make(chan struct{}),
+		healthy:    true,
+	}
+	d.complete = batch.New(func(ctx context.Context, ids []int64) ([]struct{}, error) {
+		_, err := cfg.Store.JobsComplete(ctx, &store.JobsCompleteParams{Node: cfg.Node, IDs: ids})
+		return make([]struct{}, len(ids)), err
+	}, 500, 2)
+	return d
+}
+
+// Start registers the node and starts the leadership loop. It returns the
+// first heartbeat's error, if any; the loop keeps trying either way.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	var err error
+	d.startOnce.Do(func() {
+		err = d.cycle(ctx)
+		go d.loop()
+	})
+	return err
+}
+
+func (d *Dispatcher) loop() {
+	defer close(d.loopDone)
+	t := time.NewTicker(d.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
+			d.cycle(ctx)
+			cancel()
+		}
+	}
+}
+
+// cycle heartbeats, claims free queues and starts or stops runners to match
+// the queues this node leads.
+func (d *Dispatcher) cycle(ctx context.Context) error {
+	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL})
+	if err == nil {
+		d.lastBeat = time.Now()
+		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node})
+	}
+	var led []*store.Queue
+	if err == nil {
+		led, err = d.cfg.Store.QueuesLed(ctx, d.cfg.Node)
+	}
+	if err != nil {
+		if d.healthy {
+			d.log.Warn("leadership refresh failed; retrying", "err", err)
+			d.healthy = false
+		}
+		// Without a heartbeat for a whole TTL, another node may have taken
+		// our queues: stop dispatching until the database answers again.
+		if time.Since(d.lastBeat) > d.cfg.NodeTTL {
+			d.sync(nil)
+		}
+		return err
+	}
+	if !d.healthy {
+		d.log.Info("leadership refresh recovered")
+		d.healthy = true
+	}
+	d.sync(led)
+	return nil
+}
+
+// sync starts runners for newly led queues, updates the settings of the
+// others, and stops the runners of queues no longer led.
+func (d *Dispatcher) sync(led []*store.Queue) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	select {
+	case <-d.stop:
+		return // Stop retires every runner
+	default:
+	}
+	keep := make(map[string]bool, len(led))
+	for _, q := range led {
+		keep[q.Name] = true
+		if r, ok := d.runners[q.Name]; ok {
+			r.settings.Store(q)
+			continue
+		}
+		r := newRunner(d, q)
+		d.runners[q.Name] = r
+		d.log.Info("leading queue", "queue", q.Name)
+		go r.run()
+	}
+	for name, r := range d.runners {
+		if !keep[name] {
+			d.log.Info("no longer leading queue", "queue", name)
+			delete(d.runners, name)
+			d.retire(r)
+		}
+	}
+}
+
+func (d *Dispatcher) retire(r *runner) {
+	d.retired.Add(1)
+	go func() {
+		defer d.retired.Done()
+		r.halt()
+	}()
+}
+
+// Wake tells the runner of queue, if this node leads it, that a job is due
+// now.
+func (d *Dispatcher) Wake(queue string) {
+	d.mu.Lock()
+	r := d.runners[queue]
+	d.mu.Unlock()
+	if r != nil {
+		r.nudge()
+	}
+}
+
+// Leads reports whether this node runs the queue now.
+func (d *Dispatcher) Leads(queue string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.runners[queue]
+	return ok
+}
+
+// Stop stops taking jobs, lets deliveries in flight finish until ctx ends
+// (the shutdown timeout), then cancels the rest, gives up the queues and
+// deregisters the node. Cancelled deliveries stay grabbed until their grab
+// expires and are then delivered again. Stop is idempotent and safe if
+// Start was never called.
+func (d *Dispatcher) Stop(ctx context.Context) {
+	d.stopOnce.Do(func() {
+		close(d.stop)
+		d.startOnce.Do(func() { close(d.loopDone) }) // a Start after Stop does nothing
+		<-d.loopDone
+		d.mu.Lock()
+		for name, r := range d.runners {
+			delete(d.runners, name)
+			d.retire(r)
+		}
+		d.mu.Unlock()
+		finished := make(chan struct{})
+		go func() { d.retired.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			d.log.Warn("shutdown timeout: cancelling deliveries in flight")
+			d.hardStop()
+			<-finished
+		}
+		d.hardStop()
+		d.complete.Close()
+		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := d.cfg.Store.QueuesRelease(bg, d.cfg.Node); err != nil {
+			d.log.Warn("release queues", "err", err)
+		}
+		if err := d.cfg.Store.NodeDelete(bg, d.cfg.Node); err != nil {
+			d.log.Warn("deregister node", "err", err)
+		}
+	})
+}
+
+// retryStore runs op until it succeeds, the job turns out not to be ours
+// (ErrNotFound), or the hard stop. It backs off between attempts.
+func (d *Dispatcher) retryStore(log *slog.Logger, what string, op func(ctx context.Context) error) error {
+	wait := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(d.deliverCtx, 30*time.Second)
+		err := op(ctx)
+		cancel()
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		log.Warn(what+" failed; retrying", "err", err, "in", wait)
+		select {
+		case <-d.deliverCtx.Done():
+			return d.deliverCtx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}

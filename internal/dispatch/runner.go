@@ -1,0 +1,225 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// runner dispatches one queue while this node leads it.
+type runner struct {
+	d        *Dispatcher
+	name     string
+	log      *slog.Logger
+	settings atomic.Pointer[store.Queue]
+
+	wake     chan struct{} // a job may be due now
+	freed    chan struct{} // a delivery finished
+	inflight atomic.Int64
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{} // run has returned: no delivery left
+	wg       sync.WaitGroup
+}
+
+func newRunner(d *Dispatcher, q *store.Queue) *runner {
+	r := &runner{
+		d:     d,
+		name:  q.Name,
+		log:   d.log.With("queue", q.Name),
+		wake:  make(chan struct{}, 1),
+		freed: make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	r.settings.Store(q)
+	return r
+}
+
+func (r *runner) nudge() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// halt stops grabbing and waits until the deliveries in flight are done.
+func (r *runner) halt() {
+	r.stopOnce.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+func (r *runner) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *runner) run() {
+	defer close(r.done)
+	cfg := &r.d.cfg
+	var (
+		lastRescue time.Time
+		lastExtend = time.Now()
+		backoff    time.Duration
+		timer      = time.NewTimer(time.Hour)
+	)
+	defer timer.Stop()
+	for !r.stopped() {
+		now := time.Now()
+		if now.Sub(lastRescue) >= cfg.RescueInterval {
+			lastRescue = now
+			r.rescue()
+		}
+		if r.inflight.Load() > 0 && now.Sub(lastExtend) >= cfg.GrabLease/3 {
+			lastExtend = now
+			r.extend()
+		}
+		q := r.settings.Load()
+		free := int64(q.MaxWorkers) - r.inflight.Load()
+		wait := time.Duration(q.PollingInterval) * time.Millisecond
+		if free > 0 {
+			n := min(int(free), cfg.BatchSize)
+			jobs, err := r.grab(n)
+			switch {
+			case err != nil:
+				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+				r.log.Warn("grab jobs failed; retrying", "err", err, "in", backoff)
+				wait = backoff
+			case len(jobs) == n:
+				backoff = 0
+				r.start(jobs)
+				continue // more may be due
+			default:
+				backoff = 0
+				r.start(jobs)
+			}
+		}
+		// Wake for a new job, a free worker slot (when all were busy), the
+		// poll, or the next extension or rescue.
+		wait = min(wait, cfg.RescueInterval-time.Since(lastRescue))
+		if r.inflight.Load() > 0 {
+			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
+		}
+		var freed chan struct{}
+		if free <= 0 {
+			freed = r.freed
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-r.stop:
+		case <-r.wake:
+		case <-freed:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+	r.drain(lastExtend)
+}
+
+// drain keeps the grabs of the deliveries still in flight extended until
+// they finish.
+func (r *runner) drain(lastExtend time.Time) {
+	finished := make(chan struct{})
+	go func() { r.wg.Wait(); close(finished) }()
+	every := r.d.cfg.GrabLease / 3
+	t := time.NewTimer(max(every-time.Since(lastExtend), time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-finished:
+			return
+		case <-t.C:
+			r.extend()
+			t.Reset(every)
+		}
+	}
+}
+
+func (r *runner) grab(n int) ([]*store.Job, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
+}
+
+func (r *runner) rescue() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := r.d.cfg.Store.JobsRescue(ctx, r.name)
+	if err != nil {
+		r.log.Warn("rescue expired grabs failed", "err", err)
+	} else if n > 0 {
+		r.log.Info("rescued jobs whose holder vanished", "jobs", n)
+		r.nudge()
+	}
+}
+
+func (r *runner) extend() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.d.cfg.Store.JobsExtend(ctx, &store.JobsExtendParams{Queue: r.name, Node: r.d.cfg.Node, Lease: r.d.cfg.GrabLease}); err != nil {
+		r.log.Warn("extend grabs failed", "err", err)
+	}
+}
+
+func (r *runner) start(jobs []*store.Job) {
+	for _, j := range jobs {
+		r.inflight.Add(1)
+		r.wg.Go(func() {
+			defer func() {
+				r.inflight.Add(-1)
+				select {
+				case r.freed <- struct{}{}:
+				default:
+				}
+			}()
+			r.process(j)
+		})
+	}
+}
+
+// process delivers one job and records the outcome: success removes it,
+// a failure with retries left puts it back after retry_delay, anything else
+// moves it to the failure log.
+func (r *runner) process(j *store.Job) {
+	d := r.d
+	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
+	if d.deliverCtx.Err() != nil {
+		return // hard stop: the grab expires and the job is delivered again
+	}
+	log := r.log.With("job_id", j.ID)
+	var err error
+	switch {
+	case res.Status == StatusSuccess:
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error {
+			_, err := d.complete.Do(ctx, j.ID)
+			return err
+		})
+	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
+		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
+			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: time.Duration(j.RetryDelay) * time.Second})
+		})
+	default:
+		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		err = d.retryStore(log, "fail job", func(ctx context.Context) error {
+			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message})
+			return err
+		})
+	}
+	if err != nil && d.deliverCtx.Err() == nil {
+		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
+	}
+}

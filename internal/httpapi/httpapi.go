@@ -1,0 +1,227 @@
+// Package httpapi serves rowq's HTTP API: the Fireworq-compatible surface
+// (jobs, queues, routings) and rowq's own resources. It validates every
+// input and answers errors as JSON {"error": "..."} naming the field; it
+// holds no SQL and talks to the database only through the store.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Waker is told when a queue has a job due now (the dispatcher).
+type Waker interface {
+	Wake(queue string)
+}
+
+// Config configures the API.
+type Config struct {
+	Store  store.Store
+	Logger *slog.Logger
+	Waker  Waker
+	// DefaultQueue receives jobs of unrouted categories; "" means such
+	// jobs are refused.
+	DefaultQueue string
+	// QueueDefaults fills the fields a PUT /queue/{name} leaves out.
+	QueueDefaults store.Queue
+	// MaxBodyBytes bounds request bodies; larger ones get 413.
+	MaxBodyBytes int64
+	// Version is reported by GET /version.
+	Version string
+	// Settings is reported by GET /settings (secrets already masked).
+	Settings any
+}
+
+// API is the HTTP API. Close it to flush pending enqueues.
+type API struct {
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	insert *batch.Batcher[*store.JobInsertParams, inserted]
+}
+
+// New builds the API.
+func New(cfg Config) *API {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	// Group commit: concurrent enqueues share one INSERT and one commit.
+	a.insert = batch.New(a.insertJobs, 200, 4)
+	a.routes()
+	return a
+}
+
+// Close waits for pending enqueues to be written.
+func (a *API) Close() { a.insert.Close() }
+
+func (a *API) routes() {
+	a.handle("POST /job/{category}", a.pushJob)
+
+	a.handle("GET /queues", a.listQueues)
+	a.handle("GET /queue/{name}", a.getQueue)
+	a.handle("PUT /queue/{name}", a.putQueue)
+	a.handle("DELETE /queue/{name}", a.deleteQueue)
+	a.handle("GET /queue/{name}/node", a.queueNode)
+
+	a.handle("GET /routings", a.listRoutings)
+	a.handle("GET /routing/{category}", a.getRouting)
+	a.handle("PUT /routing/{category}", a.putRouting)
+	a.handle("DELETE /routing/{category}", a.deleteRouting)
+
+	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
+	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
+	a.handle("GET /healthz", a.health)
+}
+
+// ServeHTTP serves the API. Requests that match no route get a JSON 404 or
+// 405 (with Allow) instead of the mux's plain text.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		rec := httptest.NewRecorder()
+		a.mux.ServeHTTP(rec, r)
+		if allow := rec.Header().Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		msg := fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path)
+		if rec.Code == http.StatusMethodNotAllowed {
+			msg = fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.Header().Get("Allow"))
+		}
+		writeJSON(w, rec.Code, errorBody{msg})
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// handlerFunc returns the value to answer with, or an error.
+type handlerFunc func(r *http.Request) (any, error)
+
+func (a *API) handle(pattern string, h handlerFunc) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
+		v, err := h(r)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// apiError is an error with its HTTP status; its message goes to the client.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, format string, args ...any) error {
+	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		writeJSON(w, ae.status, errorBody{ae.msg})
+	case errors.As(err, &tooBig):
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)})
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		a.log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{"database unavailable, retry later: " + err.Error()})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusInternalServerError, errorBody{"internal error: " + err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// decode reads a JSON object into dst, refusing unknown fields, values of
+// the wrong type, trailing data and bodies over the size limit.
+func decode(r *http.Request, dst any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "body: want one JSON object, found more after it")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+		tooBig    *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		return err
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return errorf(http.StatusBadRequest, "body: want a JSON object, got %s", typeErr.Value)
+		}
+		return errorf(http.StatusBadRequest, "%s: want %s, got %s", typeErr.Field, typeName(typeErr.Type.String()), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return errorf(http.StatusBadRequest, "body: invalid JSON at byte %d: %v", syntaxErr.Offset, err)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errorf(http.StatusBadRequest, "%s: unknown field", field)
+	case err.Error() == "EOF":
+		return errorf(http.StatusBadRequest, "body: empty, want a JSON object")
+	default:
+		return errorf(http.StatusBadRequest, "body: %v", err)
+	}
+}
+
+func typeName(goType string) string {
+	switch strings.TrimPrefix(goType, "*") {
+	case "int", "int64", "uint", "uint64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	default:
+		return goType
+	}
+}
+
+func (a *API) health(r *http.Request) (any, error) {
+	if err := a.cfg.Store.Ping(r.Context()); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return map[string]string{"status": "ok"}, nil
+}

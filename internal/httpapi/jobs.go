@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// jobRequest is the body of POST /job/{category}. Durations are seconds.
+type jobRequest struct {
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload"`
+	RunAfter   *int64          `json:"run_after"`
+	MaxRetries *int64          `json:"max_retries"`
+	RetryDelay *int64          `json:"retry_delay"`
+	Timeout    *int64          `json:"timeout"`
+}
+
+// jobPushed is the answer to POST /job/{category}.
+type jobPushed struct {
+	ID         int64           `json:"id"`
+	QueueName  string          `json:"queue_name"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	RunAfter   int64           `json:"run_after"`
+	MaxRetries int64           `json:"max_retries"`
+	RetryDelay int64           `json:"retry_delay"`
+	Timeout    int64           `json:"timeout"`
+}
+
+func (req *jobRequest) validate() error {
+	if err := checkURL("url", req.URL); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		field  string
+		v      *int64
+		lo, hi int64
+	}{
+		{"run_after", req.RunAfter, 0, maxRunAfter},
+		{"max_retries", req.MaxRetries, 0, maxRetries},
+		{"retry_delay", req.RetryDelay, 0, maxRetryDelay},
+		{"timeout", req.Timeout, 0, maxTimeout},
+	} {
+		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *API) pushJob(r *http.Request) (any, error) {
+	category := r.PathValue("category")
+	if err := checkName("category", category); err != nil {
+		return nil, err
+	}
+	var req jobRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	queue, err := a.route(r.Context(), category)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.JobInsertParams{
+		Queue:      queue,
+		Category:   category,
+		URL:        req.URL,
+		Payload:    req.Payload,
+		RunAfter:   time.Duration(valueOr(req.RunAfter, 0)) * time.Second,
+		Timeout:    int(valueOr(req.Timeout, 0)),
+		MaxRetries: int(valueOr(req.MaxRetries, 0)),
+		RetryDelay: int(valueOr(req.RetryDelay, 0)),
+	}
+	// The answer goes out only after the commit: 2xx means durable.
+	res, err := a.insert.Do(r.Context(), p)
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue job: %w", err)
+	}
+	id := res.id
+	if p.RunAfter == 0 && a.cfg.Waker != nil {
+		a.cfg.Waker.Wake(queue)
+	}
+	return &jobPushed{
+		ID: id, QueueName: queue, Category: category, URL: req.URL, Payload: req.Payload,
+		RunAfter: int64(p.RunAfter / time.Second), MaxRetries: int64(p.MaxRetries), RetryDelay: int64(p.RetryDelay), Timeout: int64(p.Timeout),
+	}, nil
+}
+
+// route finds the queue for a category: its routing, else the default
+// queue. The routing's queue must exist.
+func (a *API) route(ctx context.Context, category string) (string, error) {
+	rt, err := a.cfg.Store.RoutingGet(ctx, category)
+	switch {
+	case err == nil:
+		if _, err := a.cfg.Store.QueueGet(ctx, rt.QueueName); errors.Is(err, store.ErrNotFound) {
+			return "", errorf(http.StatusNotFound, "category: %q is routed to queue %q, which does not exist", category, rt.QueueName)
+		} else if err != nil {
+			return "", err
+		}
+		return rt.QueueName, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return "", err
+	case a.cfg.DefaultQueue != "":
+		return a.cfg.DefaultQueue, nil
+	default:
+		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
+	}
+}
+
+// inserted is one job's outcome in a group commit.
+type inserted struct {
+	id  int64
+	err error
+}
+
+// insertJobs is the group commit behind POST /job: one transaction for
+// every enqueue that arrived while the previous one ran. If the batch fails
+// for a reason other than the database being away, each job is tried alone
+// so that one bad job fails only its own request.
+func (a *API) insertJobs(ctx context.Context, jobs []*store.JobInsertParams) ([]inserted, error) {
+	ids, err := a.cfg.Store.JobsInsert(ctx, jobs)
+	if err != nil && (len(jobs) == 1 || errors.Is(err, store.ErrUnavailable)) {
+		return nil, err
+	}
+	res := make([]inserted, len(jobs))
+	if err == nil {
+		for i, id := range ids {
+			res[i].id = id
+		}
+		return res, nil
+	}
+	a.log.Warn("batched enqueue failed; inserting one by one", "jobs", len(jobs), "err", err)
+	for i, j := range jobs {
+		one, err := a.cfg.Store.JobsInsert(ctx, []*store.JobInsertParams{j})
+		if err != nil {
+			res[i].err = err
+			continue
+		}
+		res[i].id = one[0]
+	}
+	return res, nil
+}

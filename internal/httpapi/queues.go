@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"errors"
+	"math"
+	"net/http"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// queueJSON is the Fireworq queue object.
+type queueJSON struct {
+	Name                   string   `json:"name"`
+	PollingInterval        int      `json:"polling_interval"`
+	MaxWorkers             int      `json:"max_workers"`
+	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
+	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
+}
+
+func toQueueJSON(q *store.Queue) *queueJSON {
+	return &queueJSON{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
+		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize}
+}
+
+// queueRequest is the body of PUT /queue/{name}; absent fields take the
+// configured defaults.
+type queueRequest struct {
+	PollingInterval        *int64   `json:"polling_interval"`
+	MaxWorkers             *int64   `json:"max_workers"`
+	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second"`
+	MaxBurstSize           *int64   `json:"max_burst_size"`
+}
+
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(http.StatusNotFound, format, args...)
+	}
+	return err
+}
+
+func (a *API) listQueues(r *http.Request) (any, error) {
+	qs, err := a.cfg.Store.QueueList(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*queueJSON, len(qs))
+	for i, q := range qs {
+		out[i] = toQueueJSON(q)
+	}
+	return out, nil
+}
+
+func (a *API) getQueue(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	q, err := a.cfg.Store.QueueGet(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "queue %q does not exist", name)
+	}
+	return toQueueJSON(q), nil
+}
+
+func (a *API) putQueue(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	var req queueRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkRange("polling_interval", req.PollingInterval, 1, maxPollingMs); err != nil {
+		return nil, err
+	}
+	if err := checkRange("max_workers", req.MaxWorkers, 1, maxWorkersCap); err != nil {
+		return nil, err
+	}
+	if err := checkRange("max_burst_size", req.MaxBurstSize, 1, math.MaxInt32); err != nil {
+		return nil, err
+	}
+	if v := req.MaxDispatchesPerSecond; v != nil && !(*v > 0 && *v <= 1e9) {
+		return nil, errorf(http.StatusBadRequest, "max_dispatches_per_second: must be > 0 and at most 1e9, got %v", *v)
+	}
+	def := a.cfg.QueueDefaults
+	q := &store.Queue{
+		Name:                   name,
+		PollingInterval:        int(valueOr(req.PollingInterval, int64(def.PollingInterval))),
+		MaxWorkers:             int(valueOr(req.MaxWorkers, int64(def.MaxWorkers))),
+		MaxDispatchesPerSecond: req.MaxDispatchesPerSecond,
+	}
+	if req.MaxBurstSize != nil {
+		b := int(*req.MaxBurstSize)
+		q.MaxBurstSize = &b
+	}
+	q, err := a.cfg.Store.QueuePut(r.Context(), q)
+	if err != nil {
+		return nil, err
+	}
+	return toQueueJSON(q), nil
+}
+
+func (a *API) deleteQueue(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	q, err := a.cfg.Store.QueueDelete(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "queue %q does not exist", name)
+	}
+	return toQueueJSON(q), nil
+}
+
+func (a *API) queueNode(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	if _, err := a.cfg.Store.QueueGet(r.Context(), name); err != nil {
+		return nil, notFound(err, "queue %q does not exist", name)
+	}
+	n, err := a.cfg.Store.QueueLeader(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "queue %q has no active node yet", name)
+	}
+	return map[string]string{"id": n.ID, "host": n.Host}, nil
+}

@@ -1,0 +1,469 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/config"
+	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+)
+
+// forEachDialect runs fn as a parallel subtest on every backend.
+func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
+	for _, d := range dbtest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// worker is an httptest worker that records every delivery.
+type worker struct {
+	*httptest.Server
+	mu         sync.Mutex
+	deliveries map[string][]time.Time // body → delivery times
+	answer     func(body string, attempt int) (status int, resp string, sleep time.Duration)
+	changed    chan struct{}
+}
+
+func newWorker(t *testing.T, answer func(body string, attempt int) (int, string, time.Duration)) *worker {
+	w := &worker{deliveries: map[string][]time.Time{}, answer: answer, changed: make(chan struct{}, 1)}
+	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body := string(b)
+		w.mu.Lock()
+		w.deliveries[body] = append(w.deliveries[body], time.Now())
+		attempt := len(w.deliveries[body])
+		w.mu.Unlock()
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+		status, resp, sleep := 200, `{"status":"success"}`, time.Duration(0)
+		if w.answer != nil {
+			status, resp, sleep = w.answer(body, attempt)
+		}
+		if sleep > 0 {
+			select {
+			case <-time.After(sleep):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		rw.WriteHeader(status)
+		io.WriteString(rw, resp)
+	}))
+	t.Cleanup(w.Close)
+	return w
+}
+
+func (w *worker) count(body string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.deliveries[body])
+}
+
+func (w *worker) distinct() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.deliveries)
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testConfig(dbURL string) config.Config {
+	cfg := config.Default()
+	cfg.Bind = "127.0.0.1:0"
+	cfg.DatabaseURL = dbURL
+	cfg.QueueDefault = ""
+	cfg.ConfigRefreshInterval = 100 * time.Millisecond
+	cfg.NodeTTL = time.Second
+	cfg.GrabLease = 2 * time.Second
+	cfg.RescueInterval = 200 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("ROWQ_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startNode starts a rowq node on dbURL and stops it when the test ends.
+func startNode(t *testing.T, dbURL string, tweak func(*config.Config)) *server.Server {
+	t.Helper()
+	cfg := testConfig(dbURL)
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := server.New(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(nil); err != nil {
+			t.Errorf("stop node: %v", err)
+		}
+	})
+	return s
+}
+
+// call sends a JSON request to a node and decodes the JSON answer.
+func call(t *testing.T, s *server.Server, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+s.Addr()+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)
+	}
+	return resp.StatusCode, out
+}
+
+func mustCall(t *testing.T, s *server.Server, method, path string, body any) map[string]any {
+	t.Helper()
+	code, out := call(t, s, method, path, body)
+	if code != http.StatusOK {
+		t.Fatalf("%s %s = %d %v, want 200", method, path, code, out)
+	}
+	return out
+}
+
+// setupQueue creates queue q with routing category → q.
+func setupQueue(t *testing.T, s *server.Server, q, category string, settings map[string]any) {
+	t.Helper()
+	mustCall(t, s, "PUT", "/queue/"+q, settings)
+	mustCall(t, s, "PUT", "/routing/"+category, map[string]any{"queue_name": q})
+}
+
+func push(t *testing.T, s *server.Server, category string, job map[string]any) int64 {
+	t.Helper()
+	out := mustCall(t, s, "POST", "/job/"+category, job)
+	id, ok := out["id"].(float64)
+	if !ok || id <= 0 {
+		t.Fatalf("POST /job/%s answered %v without an id", category, out)
+	}
+	return int64(id)
+}
+
+// failedEntry finds the failure log entry of a job. Each test has a fresh
+// database, so the log's ids start at 1.
+func failedEntry(t *testing.T, s *server.Server, queue string, jobID int64) *store.FailedJob {
+	t.Helper()
+	for id := int64(1); id <= 50; id++ {
+		f, err := s.Store().FailedJobGet(context.Background(), queue, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.JobID == jobID {
+			return f
+		}
+	}
+	return nil
+}
+
+func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, nil)
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 50})
+		const n = 1000
+		var wg sync.WaitGroup
+		ids := make(chan int64, n)
+		for c := range 16 {
+			wg.Go(func() {
+				for i := c; i < n; i += 16 {
+					ids <- push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": i}})
+				}
+			})
+		}
+		wg.Wait()
+		close(ids)
+		waitFor(t, 60*time.Second, "1000 deliveries", func() bool { return w.distinct() == n })
+		time.Sleep(500 * time.Millisecond) // room for a duplicate to show
+		for i := range n {
+			if got := w.count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
+				t.Errorf("job %d delivered %d times", i, got)
+			}
+		}
+		seen := map[int64]bool{}
+		for id := range ids {
+			if seen[id] {
+				t.Errorf("id %d returned twice", id)
+			}
+			seen[id] = true
+			if _, err := s.Store().JobGet(context.Background(), "q", id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("delivered job %d still stored: %v", id, err)
+			}
+		}
+	})
+}
+
+func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, func(body string, attempt int) (int, string, time.Duration) {
+			if attempt == 1 {
+				return 500, `{"status":"failure","message":"try again"}`, 0
+			}
+			return 200, `{"status":"success"}`, 0
+		})
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", nil)
+		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "retry-me", "max_retries": 2, "retry_delay": 1})
+		waitFor(t, 10*time.Second, "second delivery", func() bool { return w.count("retry-me") == 2 })
+		w.mu.Lock()
+		gap := w.deliveries["retry-me"][1].Sub(w.deliveries["retry-me"][0])
+		w.mu.Unlock()
+		if gap < 900*time.Millisecond {
+			t.Errorf("retry came %v after the failure, want retry_delay 1s", gap)
+		}
+		waitFor(t, 5*time.Second, "job removed", func() bool {
+			_, err := s.Store().JobGet(context.Background(), "q", id)
+			return errors.Is(err, store.ErrNotFound)
+		})
+		time.Sleep(300 * time.Millisecond)
+		if got := w.count("retry-me"); got != 2 {
+			t.Errorf("delivered %d times, want 2", got)
+		}
+		if f := failedEntry(t, s, "q", id); f != nil {
+			t.Errorf("succeeded job is in the failure log: %+v", f)
+		}
+	})
+}
+
+func TestServer_PermanentFailureGoesToFailureLog(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+			return 422, `{"status":"permanent-failure","message":"bad input: no such user"}`, 0
+		})
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", nil)
+		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]any{"user": 7}, "max_retries": 5})
+		var f *store.FailedJob
+		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		if f.Status != "permanent-failure" || f.Code != 422 || f.Message != "bad input: no such user" || f.FailCount != 1 ||
+			f.Category != "cat" || f.URL != w.URL || string(f.Payload) != `{"user":7}` {
+			t.Errorf("failure log entry = %+v", f)
+		}
+		if got := w.count(`{"user":7}`); got != 1 {
+			t.Errorf("permanently failed job delivered %d times, want 1 (no retry)", got)
+		}
+	})
+}
+
+func TestServer_RetriesExhaustedGoToFailureLog(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, func(string, int) (int, string, time.Duration) { return 200, `not json at all`, 0 })
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", nil)
+		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "garbage", "max_retries": 2})
+		var f *store.FailedJob
+		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		if f.Status != "failure" || f.Code != 200 || f.FailCount != 3 || !strings.Contains(f.Message, "not json at all") {
+			t.Errorf("failure log entry = %+v", f)
+		}
+		if got := w.count("garbage"); got != 3 {
+			t.Errorf("delivered %d times, want 3 (1 + 2 retries)", got)
+		}
+	})
+}
+
+func TestServer_HangingWorkerTimesOut(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, func(string, int) (int, string, time.Duration) { return 200, `{"status":"success"}`, 30 * time.Second })
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", nil)
+		start := time.Now()
+		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "hang", "timeout": 1})
+		var f *store.FailedJob
+		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("timeout 1s took %v to fail", took)
+		}
+		if f.Status != "failure" || f.Code != 0 || !strings.Contains(f.Message, "timeout") {
+			t.Errorf("failure log entry = %+v", f)
+		}
+	})
+}
+
+func TestServer_RunAfterIsRespected(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, nil)
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", nil)
+		start := time.Now()
+		out := mustCall(t, s, "POST", "/job/cat", map[string]any{"url": w.URL, "payload": "later", "run_after": 2})
+		if out["run_after"] != 2.0 || out["queue_name"] != "q" || out["category"] != "cat" || out["payload"] != "later" {
+			t.Errorf("push answer = %v", out)
+		}
+		waitFor(t, 10*time.Second, "deferred delivery", func() bool { return w.count("later") == 1 })
+		w.mu.Lock()
+		at := w.deliveries["later"][0]
+		w.mu.Unlock()
+		if d := at.Sub(start); d < 1900*time.Millisecond || d > 4*time.Second {
+			t.Errorf("run_after 2 delivered after %v", d)
+		}
+	})
+}
+
+func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, nil)
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"polling_interval": 60000})
+		waitFor(t, 5*time.Second, "leadership", func() bool {
+			code, _ := call(t, s, "GET", "/queue/q/node", nil)
+			return code == 200
+		})
+		time.Sleep(200 * time.Millisecond) // the runner's first, empty poll
+		start := time.Now()
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "now"})
+		waitFor(t, 5*time.Second, "delivery", func() bool { return w.count("now") == 1 })
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("with a 60s polling interval, delivery took %v: the wake-up did not work", d)
+		}
+	})
+}
+
+func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, nil)
+		dbURL := dbtest.URL(t, dialect)
+		st := dbtest.OpenURL(t, dbURL)
+		ctx := context.Background()
+		if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 100, MaxWorkers: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "cat", URL: w.URL, Payload: json.RawMessage(`"orphan"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		// A node grabs the job and dies: nobody extends or acknowledges it.
+		got, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "crashed-node", Limit: 1, Lease: 1500 * time.Millisecond})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("grab = %v, %v", got, err)
+		}
+		start := time.Now()
+		startNode(t, dbURL, nil)
+		waitFor(t, 15*time.Second, "redelivery", func() bool { return w.count(`orphan`) == 1 })
+		if d := time.Since(start); d < time.Second {
+			t.Errorf("job redelivered after %v, before the dead node's grab expired", d)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if n := w.count("orphan"); n != 1 {
+			t.Errorf("delivered %d times, want 1", n)
+		}
+	})
+}
+
+func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+			return 200, `{"status":"success"}`, 2 * time.Millisecond
+		})
+		dbURL := dbtest.URL(t, dialect)
+		a := startNode(t, dbURL, nil)
+		b := startNode(t, dbURL, nil)
+		setupQueue(t, a, "q", "cat", map[string]any{"max_workers": 30})
+		setupQueue(t, a, "r", "cat2", map[string]any{"max_workers": 30})
+		const n = 600
+		var wg sync.WaitGroup
+		for c := range 8 {
+			node := []*server.Server{a, b}[c%2]
+			wg.Go(func() {
+				for i := c; i < n; i += 8 {
+					cat := []string{"cat", "cat2"}[i%2]
+					push(t, node, cat, map[string]any{"url": w.URL, "payload": map[string]int{"n": i}})
+				}
+			})
+		}
+		wg.Wait()
+		waitFor(t, 60*time.Second, "all deliveries", func() bool { return w.distinct() == n })
+		time.Sleep(500 * time.Millisecond)
+		for i := range n {
+			if got := w.count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
+				t.Errorf("job %d delivered %d times", i, got)
+			}
+		}
+		// Both nodes agree on who dispatches each queue.
+		for _, q := range []string{"q", "r"} {
+			na, nb := mustCall(t, a, "GET", "/queue/"+q+"/node", nil), mustCall(t, b, "GET", "/queue/"+q+"/node", nil)
+			if na["id"] != nb["id"] || (na["id"] != a.NodeID() && na["id"] != b.NodeID()) {
+				t.Errorf("queue %s node: a says %v, b says %v", q, na, nb)
+			}
+		}
+	})
+}
+
+func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := newWorker(t, nil)
+		dbURL := dbtest.URL(t, dialect)
+		a := startNode(t, dbURL, nil)
+		setupQueue(t, a, "q", "cat", nil)
+		waitFor(t, 5*time.Second, "a leads q", func() bool {
+			code, out := call(t, a, "GET", "/queue/q/node", nil)
+			return code == 200 && out["id"] == a.NodeID()
+		})
+		b := startNode(t, dbURL, nil)
+		if err := a.Stop(nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "b leads q", func() bool {
+			code, out := call(t, b, "GET", "/queue/q/node", nil)
+			return code == 200 && out["id"] == b.NodeID()
+		})
+		push(t, b, "cat", map[string]any{"url": w.URL, "payload": "after-takeover"})
+		waitFor(t, 5*time.Second, "delivery by b", func() bool { return w.count("after-takeover") == 1 })
+	})
+}

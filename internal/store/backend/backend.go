@@ -1,0 +1,96 @@
+// Package backend opens the store named by a database URL, picking the
+// dialect by the URL's scheme.
+package backend
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/mysql"
+	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/store/sqlite"
+)
+
+// Open opens the store for a database URL:
+//
+//	mysql://user:pass@host:3306/db?param=value   MySQL 8 or MariaDB 10.6+
+//	postgres://user:pass@host:5432/db?sslmode=…  PostgreSQL 13+ (postgresql:// too)
+//	sqlite://path/to/file.db                     embedded SQLite (sqlite:///abs/path)
+//
+// It does not migrate; call Migrate on the result.
+func Open(databaseURL string) (store.Store, error) {
+	scheme, rest, ok := strings.Cut(databaseURL, "://")
+	if !ok {
+		return nil, fmt.Errorf("database URL %q: want scheme://…, with scheme mysql, postgres or sqlite", Redact(databaseURL))
+	}
+	switch scheme {
+	case "mysql":
+		dsn, err := MySQLDSN(databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		return mysql.Open(dsn)
+	case "postgres", "postgresql":
+		return postgres.Open(databaseURL)
+	case "sqlite", "sqlite3":
+		path, _, _ := strings.Cut(rest, "?")
+		if path == "" {
+			return nil, fmt.Errorf("database URL %q: sqlite needs a file path, as in sqlite://rowq.db", databaseURL)
+		}
+		return sqlite.Open(path)
+	default:
+		return nil, fmt.Errorf("database URL %q: unknown scheme %q, want mysql, postgres or sqlite", Redact(databaseURL), scheme)
+	}
+}
+
+// MySQLDSN turns mysql://user:pass@host:port/db?params into the
+// go-sql-driver DSN user:pass@tcp(host:port)/db?params.
+func MySQLDSN(databaseURL string) (string, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return "", fmt.Errorf("database URL: %w", err)
+	}
+	cfg := gomysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" && u.Host != "" {
+		cfg.Addr = u.Host + ":3306"
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" {
+		return "", fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", Redact(databaseURL))
+	}
+	dsn := cfg.FormatDSN()
+	if u.RawQuery != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + u.RawQuery
+	}
+	return dsn, nil
+}
+
+// Redact hides the password of a database URL or DSN for logs and /settings.
+func Redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+		return s
+	}
+	if cfg, err := gomysql.ParseDSN(s); err == nil && cfg.Passwd != "" {
+		cfg.Passwd = "xxxxx"
+		return cfg.FormatDSN()
+	}
+	return s
+}

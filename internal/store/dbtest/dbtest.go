@@ -1,0 +1,131 @@
+// Package dbtest gives tests a fresh database on each backend: a new MySQL
+// or PostgreSQL database (dropped when the test ends) or a new SQLite file.
+//
+// The servers are found through ROWQ_TEST_MYSQL_URL and ROWQ_TEST_POSTGRES_URL
+// (defaults: the local MariaDB and PostgreSQL that `make test` prepares). A
+// server that cannot be reached fails the test: it is never skipped.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // database/sql driver "mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/backend"
+)
+
+// Dialects lists every backend the conformance and end-to-end tests run on.
+var Dialects = []string{"mysql", "postgres", "sqlite"}
+
+// Server URLs of the test database servers.
+var (
+	MySQLURL    = env("ROWQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+	PostgresURL = env("ROWQ_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// URL creates an empty database on the dialect's server and returns its URL.
+// The database is dropped when the test ends.
+func URL(t testing.TB, dialect string) string {
+	t.Helper()
+	name := "rowq_t_" + randHex(6)
+	switch dialect {
+	case "sqlite":
+		return "sqlite://" + filepath.Join(t.TempDir(), "rowq.db")
+	case "mysql":
+		dsn, err := backend.MySQLDSN(MySQLURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := openAdmin(t, "mysql", dsn, MySQLURL)
+		exec(t, admin, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+		t.Cleanup(func() { exec(t, admin, "DROP DATABASE IF EXISTS "+name); admin.Close() })
+		return withPath(t, MySQLURL, name)
+	case "postgres":
+		admin := openAdmin(t, "pgx", PostgresURL, PostgresURL)
+		exec(t, admin, "CREATE DATABASE "+name)
+		t.Cleanup(func() { exec(t, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); admin.Close() })
+		return withPath(t, PostgresURL, name)
+	default:
+		t.Fatalf("dbtest: unknown dialect %q", dialect)
+		return ""
+	}
+}
+
+// Open creates a fresh database on the dialect's server, opens and migrates
+// a store on it, and closes the store when the test ends.
+func Open(t testing.TB, dialect string) store.Store {
+	t.Helper()
+	return OpenURL(t, URL(t, dialect))
+}
+
+// OpenURL opens and migrates a store on an existing database URL and closes
+// it when the test ends.
+func OpenURL(t testing.TB, databaseURL string) store.Store {
+	t.Helper()
+	s, err := backend.Open(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate %s: %v", s.Dialect(), err)
+	}
+	return s
+}
+
+func openAdmin(t testing.TB, driver, dsn, shown string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("dbtest: the %s test server at %s cannot be reached (run `make test`, which starts it): %v", driver, backend.Redact(shown), err)
+	}
+	return db
+}
+
+func exec(t testing.TB, db *sql.DB, q string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		t.Errorf("dbtest: %s: %v", q, err)
+	}
+}
+
+func withPath(t testing.TB, raw, dbname string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + dbname
+	return u.String()
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,131 @@
+// Package migrate applies a dialect's embedded schema migrations and records
+// which versions are applied in the table rowq_migrations.
+//
+// Files are named NNNN_name.up.sql and applied in version order. Concurrent
+// runs (several nodes starting at once) are serialised by the dialect's Lock.
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Runner applies the migrations in FS to DB.
+type Runner struct {
+	DB *sql.DB
+	// FS holds the *.up.sql files at its root.
+	FS fs.FS
+	// Lock takes a lock that serialises runs across processes on conn and
+	// returns the function that releases it. Nil means no lock beyond each
+	// migration's own transaction (SQLite, whose write transactions are
+	// already exclusive).
+	Lock func(ctx context.Context, conn *sql.Conn) (unlock func(), err error)
+	// Transactional says that DDL is transactional (PostgreSQL, SQLite): each
+	// file and its version row are applied in one transaction. MySQL DDL is
+	// not, so there each file holds one statement and the version row is
+	// written after it.
+	Transactional bool
+	// Placeholder renders the n-th (1-based) bind parameter: "?" or "$1".
+	Placeholder func(n int) string
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// Run applies every migration not applied yet.
+func (r *Runner) Run(ctx context.Context) error {
+	migs, err := r.load()
+	if err != nil {
+		return err
+	}
+	conn, err := r.DB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Close()
+	if r.Lock != nil {
+		unlock, err := r.Lock(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer unlock()
+	}
+	if _, err := conn.ExecContext(ctx, `/* rowq:migrate.table */ CREATE TABLE IF NOT EXISTS rowq_migrations (
+		version BIGINT NOT NULL PRIMARY KEY,
+		name VARCHAR(255) NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: create rowq_migrations: %w", err)
+	}
+	for _, m := range migs {
+		if err := r.apply(ctx, conn, m); err != nil {
+			return fmt.Errorf("migrate: %04d_%s: %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) apply(ctx context.Context, conn *sql.Conn, m migration) error {
+	check := "/* rowq:migrate.check */ SELECT COUNT(*) FROM rowq_migrations WHERE version = " + r.Placeholder(1)
+	record := "/* rowq:migrate.record */ INSERT INTO rowq_migrations (version, name) VALUES (" + r.Placeholder(1) + ", " + r.Placeholder(2) + ")"
+	if !r.Transactional {
+		var n int
+		if err := conn.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+			return err
+		}
+		_, err := conn.ExecContext(ctx, record, m.version, m.name)
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, record, m.version, m.name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (r *Runner) load() ([]migration, error) {
+	paths, err := fs.Glob(r.FS, "*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var migs []migration
+	for _, p := range paths {
+		num, name, ok := strings.Cut(strings.TrimSuffix(p, ".up.sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migrate: file %s: want NNNN_name.up.sql", p)
+		}
+		b, err := fs.ReadFile(r.FS, p)
+		if err != nil {
+			return nil, err
+		}
+		migs = append(migs, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
+	for i := 1; i < len(migs); i++ {
+		if migs[i].version == migs[i-1].version {
+			return nil, fmt.Errorf("migrate: two files have version %d", migs[i].version)
+		}
+	}
+	return migs, nil
+}

@@ -1,0 +1,9 @@
+package mysql
+
+import "database/sql"
+
+// GrabSQL is the grab SELECT, for the EXPLAIN test.
+const GrabSQL = grabSQL
+
+// DB returns the store's pool.
+func (s *Store) DB() *sql.DB { return s.db }

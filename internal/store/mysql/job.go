@@ -1,0 +1,363 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
+	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until"
+
+// scanJob scans the jobCols of one row, then extra columns into extra.
+func scanJob(sc scanner, extra ...any) (*store.Job, error) {
+	var (
+		j       store.Job
+		payload []byte
+		by      sql.NullString
+		until   sql.NullTime
+	)
+	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	j.Payload = payload // nil when NULL
+	j.GrabbedBy = by.String
+	if until.Valid {
+		j.GrabbedTil = &until.Time
+	}
+	return &j, nil
+}
+
+// Limits of one INSERT statement; a larger batch is split into several
+// statements in one transaction. The byte bound stays well below the
+// servers' default max_allowed_packet (16 MiB, 64 MiB on MySQL 8).
+const (
+	insertMaxRows  = 1000
+	insertMaxBytes = 4 << 20
+)
+
+// JobsInsert stores the jobs with multi-row INSERTs (one for a batch of
+// usual size) and returns their ids in the order given.
+func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	ids, err := s.jobsInsert(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), mapErr(err))
+	}
+	return ids, nil
+}
+
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+	step, err := s.autoIncrementStep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	chunks := chunkInserts(jobs)
+	var ids []int64
+	err = retry(ctx, func() error {
+		ids = ids[:0]
+		if len(chunks) == 1 {
+			return insertChunk(ctx, s.db, chunks[0], step, &ids)
+		}
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			for _, c := range chunks {
+				if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	return ids, err
+}
+
+// chunkInserts splits jobs into runs that fit one INSERT statement.
+func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
+	var chunks [][]*store.JobInsertParams
+	start, size := 0, 0
+	for i, j := range jobs {
+		n := len(j.URL) + len(j.Payload) + 200 // 200: the other columns
+		if i > start && (i-start == insertMaxRows || size+n > insertMaxBytes) {
+			chunks = append(chunks, jobs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	return append(chunks, jobs[start:])
+}
+
+// insertChunk inserts jobs with one multi-row INSERT and appends their ids.
+// A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
+// consecutive ids (in steps of @@auto_increment_increment) in every
+// innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
+func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+	var q strings.Builder
+	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
+		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count)
+		VALUES `)
+	args := make([]any, 0, 8*len(jobs))
+	for i, j := range jobs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0)")
+		// The driver sends a nil json.RawMessage as NULL.
+		args = append(args, j.Queue, j.Category, j.URL, j.Payload, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
+	}
+	res, err := db.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	first, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(len(jobs)) {
+		return fmt.Errorf("inserted %d rows, want %d", n, len(jobs))
+	}
+	for i := range jobs {
+		*ids = append(*ids, first+int64(i)*step)
+	}
+	return nil
+}
+
+// autoIncrementStep reads @@auto_increment_increment once. It is read on
+// first use rather than in Open so that Open does not need the server.
+func (s *Store) autoIncrementStep(ctx context.Context) (int64, error) {
+	if step := s.idStep.Load(); step > 0 {
+		return step, nil
+	}
+	var step int64
+	if err := s.db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT @@auto_increment_increment").Scan(&step); err != nil {
+		return 0, err
+	}
+	s.idStep.Store(step)
+	return step, nil
+}
+
+// grabSQL selects the jobs to grab, locking them and skipping those another
+// grab holds, in the order of the jobs_fetch index (queue_name, state,
+// next_try, id), which it walks without a filesort. The last column is the
+// grab's expiry, computed from the same NOW(6). Arguments: lease in
+// microseconds, queue, limit.
+const grabSQL = `/* rowq:jobs.grab */ SELECT ` + jobCols + `, NOW(6) + INTERVAL ? MICROSECOND
+	FROM jobs FORCE INDEX (jobs_fetch)
+	WHERE queue_name = ? AND state = 'waiting' AND next_try <= NOW(6)
+	ORDER BY next_try, id
+	LIMIT ?
+	FOR UPDATE SKIP LOCKED`
+
+// JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
+// p.Node until NOW(6) + p.Lease, in one short transaction, and returns them
+// in (next_try, id) order.
+func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var jobs []*store.Job
+	err := retry(ctx, func() error {
+		jobs = nil
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var until time.Time
+			var err error
+			jobs, err = grabLocked(ctx, tx, p, &until)
+			if err != nil || len(jobs) == 0 {
+				return err
+			}
+			args := make([]any, 0, 2+len(jobs))
+			args = append(args, p.Node, until)
+			for _, j := range jobs {
+				til := until
+				j.State, j.GrabbedBy, j.GrabbedTil = store.StateGrabbed, p.Node, &til
+				args = append(args, j.ID)
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.grab */
+				UPDATE jobs SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?
+				WHERE id IN (`+placeholders(len(jobs))+`)`, args...)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
+	}
+	return jobs, nil
+}
+
+// grabLocked runs grabSQL in tx and sets until to the grab's expiry.
+func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until *time.Time) ([]*store.Job, error) {
+	rows, err := tx.QueryContext(ctx, grabSQL, p.Lease.Microseconds(), p.Queue, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []*store.Job
+	for rows.Next() {
+		j, err := scanJob(rows, until)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// JobsExtend moves grabbed_until to NOW(6) + p.Lease for every job of
+// p.Queue grabbed by p.Node, and returns how many it moved.
+func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.extend */
+			UPDATE jobs SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND
+			WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?`,
+			p.Lease.Microseconds(), p.Queue, p.Node))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("extend jobs of queue %q grabbed by node %q: %w", p.Queue, p.Node, mapErr(err))
+	}
+	return n, nil
+}
+
+// JobsComplete deletes the given jobs where they are still grabbed by
+// p.Node, and returns how many it deleted.
+func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+	if len(p.IDs) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(p.IDs)+1)
+	for _, id := range p.IDs {
+		args = append(args, id)
+	}
+	args = append(args, p.Node)
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.complete */
+			DELETE FROM jobs WHERE id IN (`+placeholders(len(p.IDs))+`) AND state = 'grabbed' AND grabbed_by = ?`, args...))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
+	}
+	return n, nil
+}
+
+// JobRetry puts a job grabbed by p.Node back to waiting with fail_count + 1
+// and next_try = NOW(6) + p.Delay, or returns store.ErrNotFound.
+func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
+			UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
+				next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = NULL, grabbed_until = NULL
+			WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`,
+			p.Delay.Microseconds(), p.ID, p.Node))
+		return err
+	})
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("retry job %d of node %q: %w", p.ID, p.Node, mapErr(err))
+	}
+	return nil
+}
+
+const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at"
+
+func scanFailedJob(sc scanner) (*store.FailedJob, error) {
+	var (
+		f       store.FailedJob
+		payload []byte
+	)
+	err := sc.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload,
+		&f.Status, &f.Code, &f.Message, &f.FailCount, &f.FailedAt, &f.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	f.Payload = payload
+	return &f, nil
+}
+
+// JobFail moves a job grabbed by p.Node to the failure log with
+// fail_count + 1, in one short transaction, or returns store.ErrNotFound.
+func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
+	var f *store.FailedJob
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var now time.Time
+			j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.fail */ SELECT `+jobCols+`, NOW(6)
+				FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ? FOR UPDATE`, p.ID, p.Node), &now)
+			if err != nil {
+				return err
+			}
+			f = &store.FailedJob{
+				JobID: j.ID, Queue: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
+				Status: p.Status, Code: p.Code, Message: p.Message, FailCount: j.FailCount + 1,
+				FailedAt: now, CreatedAt: j.CreatedAt,
+			}
+			res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
+				(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt)
+			if err != nil {
+				return err
+			}
+			if f.ID, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail */ DELETE FROM jobs WHERE id = ?`, p.ID)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
+	}
+	return f, nil
+}
+
+// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed back
+// to waiting, and returns how many.
+func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.rescue */
+			UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+			WHERE queue_name = ? AND state = 'grabbed' AND grabbed_until < NOW(6)`, queue))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, mapErr(err))
+	}
+	return n, nil
+}
+
+// JobGet returns one job of the queue, or store.ErrNotFound.
+func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := scanJob(s.db.QueryRowContext(ctx, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = ? AND queue_name = ?`, id, queue))
+	if err != nil {
+		return nil, fmt.Errorf("get job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}
+
+// FailedJobGet returns one failure log entry of the queue, or
+// store.ErrNotFound.
+func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
+	f, err := scanFailedJob(s.db.QueryRowContext(ctx, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = ? AND queue_name = ?`, id, queue))
+	if err != nil {
+		return nil, fmt.Errorf("get failed job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return f, nil
+}

@@ -1,0 +1,246 @@
+// Package mysql is the MySQL 8.0+ and MariaDB 10.6+ dialect of the store.
+//
+// It writes SQL both servers accept: no RETURNING (MySQL lacks it), so a
+// write that must report rows reads them in a short transaction; grabs use
+// SELECT … FOR UPDATE SKIP LOCKED. Times are DATETIME(6) in UTC and every
+// comparison uses the server's NOW(6). Sessions run in READ COMMITTED so
+// that the fetch, rescue and claim statements lock only the rows they
+// change, not the gaps between them.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the MySQL/MariaDB store.
+type Store struct {
+	db *sql.DB
+	// idStep is @@auto_increment_increment, read on first insert: the ids
+	// of one multi-row INSERT are LAST_INSERT_ID() + i*idStep.
+	idStep atomic.Int64
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens a pool on a go-sql-driver DSN (user:pass@tcp(host:3306)/db).
+// It forces the session settings rowq relies on (UTC times, strict SQL
+// mode, matched-rows counts, READ COMMITTED) whatever the DSN says, and
+// does not connect: the first query does.
+func Open(dsn string) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	// Affected rows count matched rows, so a compare-and-set that writes
+	// the values already stored still reports that it matched.
+	cfg.ClientFoundRows = true
+	// One round trip per statement instead of prepare, execute and close.
+	cfg.InterpolateParams = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["sql_mode"] = "'TRADITIONAL'"
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	db := sql.OpenDB(connector{conn})
+	db.SetMaxOpenConns(48)
+	db.SetMaxIdleConns(48)
+	db.SetConnMaxLifetime(3 * time.Minute)
+	return &Store{db: db}, nil
+}
+
+// connector sets the isolation level on each new connection: no session
+// variable names it on both servers (transaction_isolation on MySQL 8,
+// tx_isolation on MariaDB before 11.1), so the DSN cannot.
+type connector struct{ driver.Connector }
+
+func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, err = conn.(driver.ExecerContext).ExecContext(ctx, "/* rowq:connect */ SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Dialect returns "mysql".
+func (s *Store) Dialect() string { return "mysql" }
+
+// Migrate applies the embedded migrations, one DDL statement per file,
+// serialised across nodes by a named lock of the server.
+func (s *Store) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	r := &migrate.Runner{
+		DB:            s.db,
+		FS:            sub,
+		Lock:          lockMigrations,
+		Transactional: false,
+		Placeholder:   func(int) string { return "?" },
+	}
+	return mapErr(r.Run(ctx))
+}
+
+// lockMigrations takes a named lock for the database (names are global to
+// the server, so the database's name is part of it; at most 64 characters).
+func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+	const name = "LEFT(CONCAT('rowq_migrate:', DATABASE()), 64)"
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "/* rowq:migrate.lock */ SELECT GET_LOCK("+name+", 60)").Scan(&got); err != nil {
+		return nil, err
+	}
+	if got.Int64 != 1 {
+		return nil, errors.New("another node held the migration lock for 60s")
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		conn.ExecContext(ctx, "/* rowq:migrate.unlock */ DO RELEASE_LOCK("+name+")")
+	}, nil
+}
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping mysql: %w", mapErr(err))
+	}
+	return nil
+}
+
+// Now returns the server's clock, NOW(6), in UTC.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.db.QueryRowContext(ctx, "/* rowq:now */ SELECT NOW(6)").Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", mapErr(err))
+	}
+	return now.UTC(), nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Server error numbers rowq reacts to.
+const (
+	errDupEntry        = 1062 // ER_DUP_ENTRY
+	errLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
+	errLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
+)
+
+// unavailable lists server errors that mean "try again later": the server
+// cannot take work now, whatever the statement.
+var unavailable = map[uint16]bool{
+	1040: true, // ER_CON_COUNT_ERROR: too many connections
+	1053: true, // ER_SERVER_SHUTDOWN
+	1290: true, // ER_OPTION_PREVENTS_STATEMENT: --read-only, as during a failover
+	1836: true, // ER_READ_ONLY_MODE
+	1927: true, // MariaDB ER_CONNECTION_KILLED
+}
+
+// mapErr maps driver errors onto the store's errors. It is the only place
+// that knows MySQL's error numbers.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	var me *mysql.MySQLError
+	var ne net.Error
+	switch {
+	case errors.As(err, &me) && me.Number == errDupEntry:
+		return fmt.Errorf("%w: %w", store.ErrConflict, err)
+	case errors.As(err, &me) && unavailable[me.Number],
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, mysql.ErrInvalidConn),
+		errors.As(err, &ne):
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// retry runs fn again, a few times with a short jittered backoff, while it
+// fails with a deadlock or a lock wait timeout. Both roll back at least the
+// failed statement, and fn is a single statement or a whole transaction, so
+// running it again is safe.
+func retry(ctx context.Context, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var me *mysql.MySQLError
+		if err == nil || attempt == 5 || !errors.As(err, &me) ||
+			(me.Number != errLockDeadlock && me.Number != errLockWaitTimeout) {
+			return err
+		}
+		backoff := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// inTx runs fn in a transaction and commits it, or rolls it back if fn
+// fails.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// placeholders returns "?, ?, …" with n marks, for IN lists and VALUES.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// affected returns the rows a statement matched.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,12 @@
+package postgres
+
+import "github.com/jackc/pgx/v5/pgxpool"
+
+// SQL the tests inspect.
+const (
+	GrabSelectSQL = grabSelectSQL
+	ClaimSQL      = claimSQL
+)
+
+// Pool returns the store's connection pool.
+func Pool(s *Store) *pgxpool.Pool { return s.pool }

@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
+	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until`
+
+func scanJob(row pgx.CollectableRow) (*store.Job, error) {
+	var (
+		j         store.Job
+		payload   []byte
+		grabbedBy *string
+	)
+	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil)
+	if payload != nil {
+		j.Payload = payload
+	}
+	if grabbedBy != nil {
+		j.GrabbedBy = *grabbedBy
+	}
+	j.CreatedAt, j.NextTry = j.CreatedAt.UTC(), j.NextTry.UTC()
+	if j.GrabbedTil != nil {
+		t := j.GrabbedTil.UTC()
+		j.GrabbedTil = &t
+	}
+	return &j, err
+}
+
+// JobsInsert stores the jobs in one statement and returns their ids in the
+// order given: the rows are inserted, and so numbered, in ordinality order.
+func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var (
+		queues     = make([]string, len(jobs))
+		categories = make([]string, len(jobs))
+		urls       = make([]string, len(jobs))
+		payloads   = make([]*string, len(jobs))
+		runAfters  = make([]float64, len(jobs))
+		timeouts   = make([]int, len(jobs))
+		maxRetries = make([]int, len(jobs))
+		delays     = make([]int, len(jobs))
+	)
+	for i, j := range jobs {
+		queues[i], categories[i], urls[i] = j.Queue, j.Category, j.URL
+		if len(j.Payload) > 0 {
+			p := string(j.Payload)
+			payloads[i] = &p
+		}
+		runAfters[i] = j.RunAfter.Seconds()
+		timeouts[i], maxRetries[i], delays[i] = j.Timeout, j.MaxRetries, j.RetryDelay
+	}
+	ids, err := queryRows(ctx, s, pgx.RowTo[int64], `/* rowq:jobs.insert */
+		INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay)
+		SELECT q, c, u, p, 'waiting', now(), now() + make_interval(secs => r), t, m, d
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[])
+			WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, n)
+		ORDER BY n
+		RETURNING id`,
+		queues, categories, urls, payloads, runAfters, timeouts, maxRetries, delays)
+	if err != nil {
+		return nil, wrap(err, "insert %d jobs", len(jobs))
+	}
+	return ids, nil
+}
+
+// grabSelectSQL finds the due jobs of a queue, oldest first, walking the
+// jobs_fetch index without a sort and skipping rows another grab holds.
+const grabSelectSQL = `/* rowq:jobs.grab.select */
+	SELECT id FROM jobs
+	WHERE queue_name = $1 AND state = 'waiting' AND next_try <= now()
+	ORDER BY next_try, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
+// JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
+// p.Node until now + p.Lease, and returns them oldest next_try first.
+func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	jobs, err := queryRows(ctx, s, scanJob, `/* rowq:jobs.grab */
+		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4)
+		WHERE id IN (`+grabSelectSQL+`)
+		RETURNING `+jobCols,
+		p.Queue, p.Limit, p.Node, p.Lease.Seconds())
+	if err != nil {
+		return nil, wrap(err, "grab jobs from queue %q", p.Queue)
+	}
+	// RETURNING follows no ORDER BY.
+	slices.SortFunc(jobs, func(a, b *store.Job) int {
+		return cmp.Or(a.NextTry.Compare(b.NextTry), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// JobsExtend moves grabbed_until to now + p.Lease for every job of p.Queue
+// grabbed by p.Node, and returns how many it moved.
+func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
+	n, err := s.exec(ctx, `/* rowq:jobs.extend */
+		UPDATE jobs SET grabbed_until = now() + make_interval(secs => $3)
+		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_by = $2`,
+		p.Queue, p.Node, p.Lease.Seconds())
+	if err != nil {
+		return 0, wrap(err, "extend jobs of node %q in queue %q", p.Node, p.Queue)
+	}
+	return n, nil
+}
+
+// JobsComplete deletes the given jobs where they are still grabbed by
+// p.Node, and returns how many it deleted.
+func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+	if len(p.IDs) == 0 {
+		return 0, nil
+	}
+	n, err := s.exec(ctx, `/* rowq:jobs.complete */
+		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
+		p.IDs, p.Node)
+	if err != nil {
+		return 0, wrap(err, "complete %d jobs of node %q", len(p.IDs), p.Node)
+	}
+	return n, nil
+}
+
+// JobRetry puts a job grabbed by p.Node back to waiting with fail_count + 1
+// and next_try = now + p.Delay; store.ErrNotFound if p.Node does not hold it.
+func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
+	n, err := s.exec(ctx, `/* rowq:jobs.retry */
+		UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
+			next_try = now() + make_interval(secs => $3), grabbed_by = NULL, grabbed_until = NULL
+		WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2`,
+		p.ID, p.Node, p.Delay.Seconds())
+	if err != nil {
+		return wrap(err, "retry job %d", p.ID)
+	}
+	if n == 0 {
+		return fmt.Errorf("retry job %d: not grabbed by node %q: %w", p.ID, p.Node, store.ErrNotFound)
+	}
+	return nil
+}
+
+const failedJobCols = `id, job_id, queue_name, category, url, payload, status, code, message,
+	fail_count, failed_at, created_at`
+
+func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
+	var (
+		f       store.FailedJob
+		payload []byte
+	)
+	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message,
+		&f.FailCount, &f.FailedAt, &f.CreatedAt)
+	if payload != nil {
+		f.Payload = payload
+	}
+	f.FailedAt, f.CreatedAt = f.FailedAt.UTC(), f.CreatedAt.UTC()
+	return &f, err
+}
+
+// JobFail moves a job grabbed by p.Node to the failure log with
+// fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
+// hold it.
+func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
+	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
+		WITH d AS (
+			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at)
+		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
+		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at FROM d
+		RETURNING `+failedJobCols,
+		p.ID, p.Node, p.Status, p.Code, p.Message)
+	if err != nil {
+		return nil, wrap(err, "fail job %d of node %q", p.ID, p.Node)
+	}
+	return f, nil
+}
+
+// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed back
+// to waiting, and returns how many. Their next_try is kept, so they come
+// first in the next grab.
+func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
+	n, err := s.exec(ctx, `/* rowq:jobs.rescue */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_until <= now()`, queue)
+	if err != nil {
+		return 0, wrap(err, "rescue jobs of queue %q", queue)
+	}
+	return n, nil
+}
+
+// JobGet returns one job of the queue, or store.ErrNotFound.
+func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := queryRow(ctx, s, scanJob, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = $1 AND queue_name = $2`, id, queue)
+	if err != nil {
+		return nil, wrap(err, "get job %d of queue %q", id, queue)
+	}
+	return j, nil
+}
+
+// FailedJobGet returns one failure log entry of the queue, or
+// store.ErrNotFound.
+func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
+	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = $1 AND queue_name = $2`, id, queue)
+	if err != nil {
+		return nil, wrap(err, "get failed job %d of queue %q", id, queue)
+	}
+	return f, nil
+}

@@ -1,0 +1,231 @@
+// Package postgres implements store.Store on PostgreSQL 13 and later, through
+// pgx and a pgxpool connection pool.
+//
+// Every operation is one SQL statement, so none holds a transaction open
+// across round trips; jobs are grabbed with FOR UPDATE SKIP LOCKED. Times are
+// taken from the database's clock (now()) and returned in UTC.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/migrate"
+)
+
+//go:embed migrations/*.up.sql
+var migrations embed.FS
+
+// migrateLockKey is the pg_advisory_lock key that serialises migration runs
+// across nodes ("rowq" in ASCII).
+const migrateLockKey = 0x726f7771
+
+// maxConns is the pool size unless the URL sets pool_max_conns.
+const maxConns = 32
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	db   *sql.DB // pool seen through database/sql, for the migration runner
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open returns a store for a postgres://user:pass@host:5432/db?sslmode=…
+// URL. It does not connect until the first operation, and does not migrate.
+func Open(url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// Dialect returns "postgres".
+func (s *Store) Dialect() string { return "postgres" }
+
+// Migrate applies the embedded migrations not applied yet, holding an
+// advisory lock so that nodes starting together run them once.
+func (s *Store) Migrate(ctx context.Context) error {
+	r := &migrate.Runner{
+		DB:            s.db,
+		FS:            migrationFS(),
+		Lock:          lockMigrations,
+		Transactional: true,
+		Placeholder:   func(n int) string { return "$" + strconv.Itoa(n) },
+	}
+	if err := r.Run(ctx); err != nil {
+		return wrap(err, "migrate postgres")
+	}
+	return nil
+}
+
+func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+	if _, err := conn.ExecContext(ctx, `/* rowq:migrate.lock */ SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
+		return nil, err
+	}
+	return func() {
+		// A failed unlock leaves a broken connection, which the pool drops,
+		// and with it the session's lock.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn.ExecContext(ctx, `/* rowq:migrate.unlock */ SELECT pg_advisory_unlock($1)`, migrateLockKey)
+	}, nil
+}
+
+// migrationFS returns the embedded migrations with the files at its root.
+func migrationFS() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // cannot happen: the directory is embedded
+	}
+	return sub
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return wrap(err, "ping postgres")
+	}
+	return nil
+}
+
+// Now returns the database's clock in UTC.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `/* rowq:now */ SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, wrap(err, "read database clock")
+	}
+	return now.UTC(), nil
+}
+
+// Close closes the connection pool, waiting for connections in use.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.pool.Close()
+	return err
+}
+
+// exec runs one statement and returns how many rows it affected.
+func (s *Store) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	return retry(ctx, func() (int64, error) {
+		tag, err := s.pool.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), err
+	})
+}
+
+// queryRows runs one statement and scans every row it returns.
+func queryRows[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	return retry(ctx, func() ([]T, error) {
+		rows, _ := s.pool.Query(ctx, sql, args...) // an error is returned by Collect
+		return pgx.CollectRows(rows, scan)
+	})
+}
+
+// queryRow runs one statement and scans the one row it returns;
+// pgx.ErrNoRows when it returns none.
+func queryRow[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
+	return retry(ctx, func() (T, error) {
+		rows, _ := s.pool.Query(ctx, sql, args...)
+		return pgx.CollectExactlyOneRow(rows, scan)
+	})
+}
+
+// retry runs fn again after a short random pause when PostgreSQL aborted its
+// statement for a deadlock, a serialization failure or a lock it could not
+// take. Each statement is atomic, so running it again is safe.
+func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	const attempts = 4
+	for i := 1; ; i++ {
+		v, err := fn()
+		if err == nil || i == attempts || !retryable(err) {
+			return v, err
+		}
+		pause := time.Duration(i)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return v, err
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40P01", "40001", "55P03": // deadlock, serialization failure, lock not available
+		return true
+	}
+	return false
+}
+
+// wrap prefixes err with the operation (format and args) and maps the
+// driver's errors onto the store's: no rows is store.ErrNotFound, a unique
+// violation store.ErrConflict, a lost or refused connection
+// store.ErrUnavailable.
+func wrap(err error, format string, args ...any) error {
+	op := fmt.Sprintf(format, args...)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	case isCode(err, "23505"):
+		return fmt.Errorf("%s: %w: %w", op, store.ErrConflict, err)
+	case unavailable(err):
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// unavailable reports whether err says the database cannot be reached now,
+// as opposed to refusing the statement.
+func unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Connection exceptions, and a server shutting down or starting up.
+		return strings.HasPrefix(pgErr.Code, "08") ||
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller gave up; the database may be fine
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}

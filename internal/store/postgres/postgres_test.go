@@ -1,0 +1,184 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return dbtest.Open(t, "postgres") })
+}
+
+func setup(t *testing.T) (*postgres.Store, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return dbtest.Open(t, "postgres").(*postgres.Store), ctx
+}
+
+func TestJobsInsert_OrderAndBytes(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	ps := make([]*store.JobInsertParams, 1000)
+	for i := range ps {
+		ps[i] = &store.JobInsertParams{Queue: "q", Category: "c", URL: fmt.Sprintf("http://w/%d", i),
+			Payload: json.RawMessage(fmt.Sprintf(`{ "i" : %d ,"s":"\u00e9"}`, i)), RunAfter: time.Duration(i%7) * time.Second}
+	}
+	ids, err := s.JobsInsert(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(ids), len(ps); got != want {
+		t.Fatalf("got %d ids, want %d", got, want)
+	}
+	for i, id := range ids {
+		if i > 0 && id <= ids[i-1] {
+			t.Fatalf("ids not increasing at %d: %d after %d", i, id, ids[i-1])
+		}
+		if i%97 != 0 {
+			continue
+		}
+		j, err := s.JobGet(ctx, "q", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := j.URL, ps[i].URL; got != want {
+			t.Errorf("job %d url = %q, want %q", id, got, want)
+		}
+		if got, want := string(j.Payload), string(ps[i].Payload); got != want {
+			t.Errorf("job %d payload = %s, want %s", id, got, want)
+		}
+	}
+}
+
+// The grab must walk jobs_fetch in order and stop at the limit: its cost
+// must not grow with the backlog.
+func TestJobsGrab_UsesFetchIndex(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	for _, q := range []string{"q", "other"} {
+		for range 4 {
+			ps := make([]*store.JobInsertParams, 5000)
+			for i := range ps {
+				ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
+					RunAfter: time.Duration(i%3) * time.Hour}
+			}
+			if _, err := s.JobsInsert(ctx, ps); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 1000, Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN "+postgres.GrabSelectSQL, "q", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if p := plan.String(); !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Sort") {
+			t.Errorf("%s: grab plan does not walk jobs_fetch without a sort:\n%s", mode, p)
+		}
+	}
+}
+
+// A claim that waits on another node's uncommitted claim must not take the
+// queue once that claim commits.
+func TestQueuesClaim_RaceOneLeader(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	if _, err := s.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: n, Host: n, TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := postgres.Pool(s)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, postgres.ClaimSQL, "a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "b"}) }()
+	// Wait until b's claim is blocked on a's row lock.
+	for {
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	leader, err := s.QueueLeader(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := leader.ID, "a"; got != want {
+		t.Fatalf("leader after racing claims = %q, want %q", got, want)
+	}
+}
+
+func TestOpen_Unavailable(t *testing.T) {
+	t.Parallel()
+	s, err := postgres.Open("postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping err = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.QueueGet(ctx, "q"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("QueueGet err = %v, want ErrUnavailable", err)
+	}
+}

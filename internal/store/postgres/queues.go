@@ -1,0 +1,207 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// NodeHeartbeat registers the node or extends its registration to now + TTL;
+// started_at is kept.
+func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams) error {
+	_, err := s.exec(ctx, `/* rowq:nodes.heartbeat */
+		INSERT INTO nodes (id, host, started_at, expires_at)
+		VALUES ($1, $2, now(), now() + make_interval(secs => $3))
+		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at`,
+		p.ID, p.Host, p.TTL.Seconds())
+	if err != nil {
+		return wrap(err, "heartbeat node %q", p.ID)
+	}
+	return nil
+}
+
+// NodeDelete removes the node's registration; its queues are then free to
+// be claimed.
+func (s *Store) NodeDelete(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, `/* rowq:nodes.delete */ DELETE FROM nodes WHERE id = $1`, id); err != nil {
+		return wrap(err, "delete node %q", id)
+	}
+	return nil
+}
+
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size`
+
+func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
+	var q store.Queue
+	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize)
+	return &q, err
+}
+
+// QueuePut creates the queue or replaces its settings, keeping its leader
+// and created_at.
+func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
+	got, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.put */
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, now(), now())
+		ON CONFLICT (name) DO UPDATE SET
+			polling_interval = EXCLUDED.polling_interval,
+			max_workers = EXCLUDED.max_workers,
+			max_dispatches_per_second = EXCLUDED.max_dispatches_per_second,
+			max_burst_size = EXCLUDED.max_burst_size,
+			updated_at = EXCLUDED.updated_at
+		RETURNING `+queueCols,
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+	if err != nil {
+		return nil, wrap(err, "put queue %q", q.Name)
+	}
+	return got, nil
+}
+
+// QueueEnsure creates the queue if it does not exist and returns the stored
+// queue either way.
+func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
+	_, err := s.exec(ctx, `/* rowq:queues.ensure */
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, now(), now())
+		ON CONFLICT (name) DO NOTHING`,
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+	if err != nil {
+		return nil, wrap(err, "ensure queue %q", q.Name)
+	}
+	return s.QueueGet(ctx, q.Name)
+}
+
+// QueueGet returns one queue or store.ErrNotFound.
+func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error) {
+	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.get */ SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
+	if err != nil {
+		return nil, wrap(err, "get queue %q", name)
+	}
+	return q, nil
+}
+
+// QueueList returns all queues ordered by name.
+func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
+	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, wrap(err, "list queues")
+	}
+	return qs, nil
+}
+
+// QueueDelete removes the queue and returns it, or store.ErrNotFound.
+func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, error) {
+	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.delete */ DELETE FROM queues WHERE name = $1 RETURNING `+queueCols, name)
+	if err != nil {
+		return nil, wrap(err, "delete queue %q", name)
+	}
+	return q, nil
+}
+
+// claimSQL takes every queue without a live leader, if the claiming node is
+// live itself. Two nodes may race: the loser's UPDATE waits for the winner's
+// row lock, then re-checks its WHERE on the new row (leader = winner). The
+// NOT EXISTS sits under an OR, so it stays a subplan that this re-check
+// evaluates again, rather than an anti-join the re-check would not redo.
+// TestQueuesClaim_RaceOneLeader holds that.
+const claimSQL = `/* rowq:queues.claim */
+	UPDATE queues SET leader = $1
+	WHERE (leader IS NULL OR NOT EXISTS (
+			SELECT 1 FROM nodes WHERE nodes.id = queues.leader AND nodes.expires_at > now()))
+		AND EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND expires_at > now())`
+
+// QueuesClaim makes p.Node the leader of every queue without a live leader.
+func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
+	if _, err := s.exec(ctx, claimSQL, p.Node); err != nil {
+		return wrap(err, "claim queues for node %q", p.Node)
+	}
+	return nil
+}
+
+// QueuesLed returns the queues whose leader is node, ordered by name.
+func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
+	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
+	if err != nil {
+		return nil, wrap(err, "list queues led by node %q", node)
+	}
+	return qs, nil
+}
+
+// QueuesRelease gives up every queue led by node.
+func (s *Store) QueuesRelease(ctx context.Context, node string) error {
+	if _, err := s.exec(ctx, `/* rowq:queues.release */ UPDATE queues SET leader = NULL WHERE leader = $1`, node); err != nil {
+		return wrap(err, "release queues of node %q", node)
+	}
+	return nil
+}
+
+// QueueLeader returns the live node leading the queue, or store.ErrNotFound.
+func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, error) {
+	n, err := queryRow(ctx, s, scanNode, `/* rowq:queues.leader */
+		SELECT n.id, n.host, n.started_at, n.expires_at
+		FROM queues q JOIN nodes n ON n.id = q.leader
+		WHERE q.name = $1 AND n.expires_at > now()`, queue)
+	if err != nil {
+		return nil, wrap(err, "get leader of queue %q", queue)
+	}
+	return n, nil
+}
+
+func scanNode(row pgx.CollectableRow) (*store.Node, error) {
+	var n store.Node
+	err := row.Scan(&n.ID, &n.Host, &n.StartedAt, &n.ExpiresAt)
+	n.StartedAt, n.ExpiresAt = n.StartedAt.UTC(), n.ExpiresAt.UTC()
+	return &n, err
+}
+
+const routingCols = `job_category, queue_name`
+
+func scanRouting(row pgx.CollectableRow) (*store.Routing, error) {
+	var r store.Routing
+	err := row.Scan(&r.JobCategory, &r.QueueName)
+	return &r, err
+}
+
+// RoutingPut creates or replaces a routing; store.ErrNotFound if its queue
+// does not exist.
+func (s *Store) RoutingPut(ctx context.Context, r *store.Routing) (*store.Routing, error) {
+	got, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.put */
+		INSERT INTO routings (job_category, queue_name, created_at, updated_at)
+		SELECT $1, $2, now(), now() WHERE EXISTS (SELECT 1 FROM queues WHERE name = $2)
+		ON CONFLICT (job_category) DO UPDATE SET queue_name = EXCLUDED.queue_name, updated_at = EXCLUDED.updated_at
+		RETURNING `+routingCols,
+		r.JobCategory, r.QueueName)
+	if err != nil {
+		return nil, wrap(err, "put routing %q to queue %q", r.JobCategory, r.QueueName)
+	}
+	return got, nil
+}
+
+// RoutingGet returns one routing or store.ErrNotFound.
+func (s *Store) RoutingGet(ctx context.Context, category string) (*store.Routing, error) {
+	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.get */ SELECT `+routingCols+` FROM routings WHERE job_category = $1`, category)
+	if err != nil {
+		return nil, wrap(err, "get routing %q", category)
+	}
+	return r, nil
+}
+
+// RoutingList returns all routings ordered by category.
+func (s *Store) RoutingList(ctx context.Context) ([]*store.Routing, error) {
+	rs, err := queryRows(ctx, s, scanRouting, `/* rowq:routings.list */ SELECT `+routingCols+` FROM routings ORDER BY job_category`)
+	if err != nil {
+		return nil, wrap(err, "list routings")
+	}
+	return rs, nil
+}
+
+// RoutingDelete removes the routing and returns it, or store.ErrNotFound.
+func (s *Store) RoutingDelete(ctx context.Context, category string) (*store.Routing, error) {
+	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.delete */ DELETE FROM routings WHERE job_category = $1 RETURNING `+routingCols, category)
+	if err != nil {
+		return nil, wrap(err, "delete routing %q", category)
+	}
+	return r, nil
+}

@@ -1,0 +1,38 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGrab_UsesFetchIndexWithoutSort(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+grabSelectSQL, nil, nil, "q", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	got := strings.Join(plan, "; ")
+	if !strings.Contains(got, "INDEX jobs_fetch") || strings.Contains(got, "TEMP B-TREE") {
+		t.Fatalf("grab plan = %q, want the jobs_fetch index and no sort", got)
+	}
+}
