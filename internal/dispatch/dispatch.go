@@ -99,7 +99,7 @@ func New(cfg Config) *Dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{
 		cfg:        cfg,
-		log:        cfg.Logger.With("node", cfg.Node),
+		log:        cfg.Logger,
 		deliverCtx: ctx,
 		hardStop:   cancel,
 		runners:    map[string]*runner{},

@@ -24,6 +24,24 @@ type runner struct {
 	stopOnce sync.Once
 	done     chan struct{} // run has returned: no delivery left
 	wg       sync.WaitGroup
+	failing  atomic.Bool // the last store call failed: log the next failure quietly
+}
+
+// storeErr logs a failed store call loudly only when the queue was healthy,
+// so an outage logs one warning per queue, not one per attempt.
+func (r *runner) storeErr(what string, err error, attrs ...any) {
+	attrs = append(attrs, "err", err)
+	if r.failing.Swap(true) {
+		r.log.Debug(what+" failed", attrs...)
+		return
+	}
+	r.log.Warn(what+" failed; retrying until the database answers", attrs...)
+}
+
+func (r *runner) storeOK() {
+	if r.failing.Swap(false) {
+		r.log.Info("database answers again")
+	}
 }
 
 func newRunner(d *Dispatcher, q *store.Queue) *runner {
@@ -91,16 +109,22 @@ func (r *runner) run() {
 			switch {
 			case err != nil:
 				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-				r.log.Warn("grab jobs failed; retrying", "err", err, "in", backoff)
-				wait = backoff
+				r.storeErr("grab jobs", err)
 			case len(jobs) == n:
 				backoff = 0
+				r.storeOK()
 				r.start(jobs)
 				continue // more may be due
 			default:
 				backoff = 0
+				r.storeOK()
 				r.start(jobs)
 			}
+		}
+		if backoff > 0 {
+			// The database is away: back off instead of polling.
+			wait = backoff
+			lastRescue = time.Now()
 		}
 		// Wake for a new job, a free worker slot (when all were busy), the
 		// poll, or the next extension or rescue.
@@ -159,7 +183,7 @@ func (r *runner) rescue() {
 	defer cancel()
 	n, err := r.d.cfg.Store.JobsRescue(ctx, r.name)
 	if err != nil {
-		r.log.Warn("rescue expired grabs failed", "err", err)
+		r.storeErr("rescue expired grabs", err)
 	} else if n > 0 {
 		r.log.Info("rescued jobs whose holder vanished", "jobs", n)
 		r.nudge()
@@ -170,7 +194,7 @@ func (r *runner) extend() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := r.d.cfg.Store.JobsExtend(ctx, &store.JobsExtendParams{Queue: r.name, Node: r.d.cfg.Node, Lease: r.d.cfg.GrabLease}); err != nil {
-		r.log.Warn("extend grabs failed", "err", err)
+		r.storeErr("extend grabs", err)
 	}
 }
 

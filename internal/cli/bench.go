@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/rowq/rowq/internal/bench"
+	"github.com/rowq/rowq/internal/config"
+	"github.com/rowq/rowq/internal/server"
+)
+
+// benchCmd runs the benchmark against --server, or against a node it starts
+// in this process on --database-url.
+func benchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rowq bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o      bench.Options
+		dbURL  = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
+		target = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
+		runs   = fs.Int("runs", 3, "runs; the report gives each and the median")
+	)
+	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
+	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
+	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue")
+	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
+	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runs < 1 {
+		return fmt.Errorf("runs: must be at least 1")
+	}
+	ctx := context.Background()
+	o.Server = *target
+	if o.Server == "" {
+		if *dbURL == "" {
+			dir, err := os.MkdirTemp("", "rowq-bench")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			*dbURL = "sqlite://" + dir + "/bench.db"
+		}
+		cfg := config.Default()
+		cfg.Bind = "127.0.0.1:0"
+		cfg.DatabaseURL = *dbURL
+		cfg.QueueDefault = ""
+		s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			return err
+		}
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+		defer s.Stop(nil)
+		o.Server = "http://" + s.Addr()
+	}
+	fmt.Fprintf(stdout, "rowq bench: %s; server %s; GOMAXPROCS %d\n", o.Label(), o.Server, runtime.GOMAXPROCS(0))
+	var e2e, enq []float64
+	var p50, p99 []time.Duration
+	bad := false
+	for i := range *runs {
+		o.Queue = fmt.Sprintf("bench%d_%d", time.Now().Unix(), i)
+		res, err := bench.Run(ctx, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nrun %d:\n%s\n", i+1, res)
+		e2e, enq = append(e2e, res.EndToEndRate()), append(enq, res.EnqueueRate())
+		p50, p99 = append(p50, res.P50), append(p99, res.P99)
+		bad = bad || res.Lost > 0 || res.Duplicates > 0
+	}
+	fmt.Fprintf(stdout, "\nmedian of %d runs: end to end %.0f jobs/s, enqueue %.0f jobs/s, p50 %v, p99 %v\n",
+		*runs, median(e2e), median(enq), median(p50).Round(10*time.Microsecond), median(p99).Round(10*time.Microsecond))
+	if bad {
+		return fmt.Errorf("jobs were lost or delivered twice")
+	}
+	return nil
+}
+
+func median[T float64 | time.Duration](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
