@@ -23,6 +23,7 @@ const usage = `rowq: jobs, schedules and locks in rows of your database.
 Usage:
   rowq serve [flags]     run a node: HTTP API and dispatcher (rowq serve -h lists flags)
   rowq migrate [flags]   apply the database schema and exit
+  rowq echo-worker       a worker for trying rowq out: prints jobs, answers success
   rowq bench [flags]     measure throughput and latency (rowq bench -h lists flags)
   rowq version           print the version
 
@@ -44,6 +45,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = serve(args[1:], stderr)
 	case "migrate":
 		err = migrate(args[1:], stderr)
+	case "echo-worker":
+		err = echoWorker(args[1:], stdout, stderr)
 	case "bench":
 		err = benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -166,13 +167,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decode reads a JSON object into dst, refusing unknown fields, values of
 // the wrong type, trailing data and bodies over the size limit.
-func decode(r *http.Request, dst any) error {
+func decode(r *http.Request, dst any) error { return decodeBody(r, dst, false) }
+
+// decodeOptional is decode for bodies that may be empty (all fields optional).
+func decodeOptional(r *http.Request, dst any) error { return decodeBody(r, dst, true) }
+
+func decodeBody(r *http.Request, dst any, emptyOK bool) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		if emptyOK && err == io.EOF {
+			return nil
+		}
 		return decodeError(err)
 	}
-	if dec.More() {
+	// Read to the end: dec.More misses a stray '}' or ']', and a body that
+	// goes over the size limit after the object must still get 413.
+	if _, err := dec.Token(); err != io.EOF {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
 		return errorf(http.StatusBadRequest, "body: want one JSON object, found more after it")
 	}
 	return nil
@@ -197,7 +212,7 @@ func decodeError(err error) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return errorf(http.StatusBadRequest, "%s: unknown field", field)
-	case err.Error() == "EOF":
+	case err == io.EOF:
 		return errorf(http.StatusBadRequest, "body: empty, want a JSON object")
 	default:
 		return errorf(http.StatusBadRequest, "body: %v", err)

@@ -67,6 +67,9 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	if string(req.Payload) == "null" {
+		req.Payload = nil // null means no payload, as when the field is absent
+	}
 	queue, err := a.route(r.Context(), category)
 	if err != nil {
 		return nil, err

@@ -68,10 +68,8 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		return nil, err
 	}
 	var req queueRequest
-	if r.ContentLength != 0 {
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	if err := decodeOptional(r, &req); err != nil {
+		return nil, err
 	}
 	if err := checkRange("polling_interval", req.PollingInterval, 1, maxPollingMs); err != nil {
 		return nil, err

@@ -1,0 +1,209 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/store/dbtest"
+)
+
+// badInput is a request the API must refuse with status and an error
+// message containing field.
+type badInput struct {
+	name, method, path, body string
+	status                   int
+	field                    string
+}
+
+func runBadInputs(t *testing.T, b *bundle, tests []badInput) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			msg := errorMessage(t, b.do(t, tc.method, tc.path, tc.body), tc.status)
+			if !strings.Contains(msg, tc.field) {
+				t.Errorf("error %q does not name %q", msg, tc.field)
+			}
+		})
+	}
+}
+
+// The validation tests run on SQLite only: every request here is refused
+// before the handler reaches the database (except the 404s, which read
+// only), so the dialect makes no difference.
+
+func TestPushJob_BadInput(t *testing.T) {
+	t.Parallel()
+	// A default queue, so that a valid request would be accepted: every
+	// refusal below is for the input, not for routing.
+	b := setup(t, dbtest.Open(t, "sqlite"), func(c *httpapi.Config) { c.DefaultQueue = "default" })
+
+	const u = `"url":"http://worker.example/run"`
+	job := func(fields string) string { return "{" + u + "," + fields + "}" }
+	long128 := strings.Repeat("c", 128)
+	tests := []badInput{
+		{name: "MissingURL", body: `{"payload":{}}`, field: "url"},
+		{name: "EmptyURL", body: `{"url":""}`, field: "url"},
+		{name: "URLFTP", body: `{"url":"ftp://worker.example/run"}`, field: "url"},
+		{name: "URLNoScheme", body: `{"url":"worker.example/run"}`, field: "url"},
+		{name: "URLRelative", body: `{"url":"/run"}`, field: "url"},
+		{name: "URLNoHost", body: `{"url":"http:///run"}`, field: "url"},
+		{name: "URLUnparsable", body: `{"url":"http://[::1"}`, field: "url"},
+		{name: "URLTooLong", body: `{"url":"http://worker.example/` + strings.Repeat("x", 2048) + `"}`, field: "url"},
+		{name: "URLNumber", body: `{"url":5}`, field: "url"},
+
+		{name: "RunAfterNegative", body: job(`"run_after":-1`), field: "run_after"},
+		{name: "RunAfterTooLarge", body: job(`"run_after":100000000`), field: "run_after"},
+		{name: "RunAfterFraction", body: job(`"run_after":1.5`), field: "run_after"},
+		{name: "RunAfterString", body: job(`"run_after":"10"`), field: "run_after"},
+		{name: "RunAfterOverflow", body: job(`"run_after":1e30`), field: "run_after"},
+		{name: "MaxRetriesNegative", body: job(`"max_retries":-1`), field: "max_retries"},
+		{name: "MaxRetriesTooLarge", body: job(`"max_retries":1000001`), field: "max_retries"},
+		{name: "MaxRetriesFraction", body: job(`"max_retries":1.5`), field: "max_retries"},
+		{name: "MaxRetriesString", body: job(`"max_retries":"3"`), field: "max_retries"},
+		{name: "RetryDelayNegative", body: job(`"retry_delay":-1`), field: "retry_delay"},
+		{name: "RetryDelayTooLarge", body: job(`"retry_delay":2592001`), field: "retry_delay"},
+		{name: "RetryDelayFraction", body: job(`"retry_delay":0.5`), field: "retry_delay"},
+		{name: "RetryDelayString", body: job(`"retry_delay":"5"`), field: "retry_delay"},
+		{name: "RetryDelayBool", body: job(`"retry_delay":true`), field: "retry_delay"},
+		{name: "TimeoutNegative", body: job(`"timeout":-1`), field: "timeout"},
+		{name: "TimeoutTooLarge", body: job(`"timeout":86401`), field: "timeout"},
+		{name: "TimeoutFraction", body: job(`"timeout":1.5`), field: "timeout"},
+		{name: "TimeoutString", body: job(`"timeout":"30"`), field: "timeout"},
+
+		{name: "UnknownField", body: job(`"priority":1`), field: "priority"},
+		{name: "InvalidJSON", body: `{"url":`, field: "body"},
+		{name: "SyntaxError", body: `{"url" "x"}`, field: "body"},
+		{name: "EmptyBody", body: ``, field: "body"},
+		{name: "Array", body: `[` + job("") + `]`, field: "body"},
+		{name: "String", body: `"http://worker.example/run"`, field: "body"},
+		{name: "TrailingObject", body: job(`"timeout":1`) + `{}`, field: "body"},
+		{name: "TrailingGarbage", body: job(`"timeout":1`) + ` x`, field: "body"},
+		{name: "TrailingBrace", body: job(`"timeout":1`) + `}`, field: "body"},
+		{name: "TrailingBracket", body: job(`"timeout":1`) + `]`, field: "body"},
+
+		{name: "CategoryBadChars", path: "/job/a%20b", body: job(""), field: "category"},
+		{name: "CategorySlash", path: "/job/a%2Fb", body: job(""), field: "category"},
+		{name: "CategoryNonASCII", path: "/job/caf%C3%A9", body: job(""), field: "category"},
+		{name: "CategoryTooLong", path: "/job/" + long128 + "c", body: job(""), field: "category"},
+	}
+	for i := range tests {
+		tests[i].method = "POST"
+		if tests[i].path == "" {
+			tests[i].path = "/job/cat"
+		}
+		tests[i].status = http.StatusBadRequest
+	}
+	runBadInputs(t, b, tests)
+
+	// The limits themselves are accepted: 128 characters of category, the
+	// largest values of every field, a URL of 2048 characters.
+	t.Run("Limits", func(t *testing.T) {
+		t.Parallel()
+		body := `{"url":"http://worker.example/` + strings.Repeat("x", 2048-len("http://worker.example/")) +
+			`","run_after":31622400,"max_retries":1000000,"retry_delay":2592000,"timeout":86400}`
+		b.ok(t, "POST", "/job/"+long128, body, nil)
+	})
+}
+
+func TestPushJob_Unrouted(t *testing.T) {
+	t.Parallel()
+	// No default queue: an unrouted category is refused before any write.
+	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	msg := errorMessage(t, b.do(t, "POST", "/job/lonely", `{"url":"http://worker.example/run"}`), http.StatusNotFound)
+	for _, want := range []string{"category", "lonely"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not name %q", msg, want)
+		}
+	}
+}
+
+func TestPutQueue_BadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	tests := []badInput{
+		{name: "PollingIntervalZero", body: `{"polling_interval":0}`, field: "polling_interval"},
+		{name: "PollingIntervalNegative", body: `{"polling_interval":-5}`, field: "polling_interval"},
+		{name: "PollingIntervalTooLarge", body: `{"polling_interval":3600001}`, field: "polling_interval"},
+		{name: "PollingIntervalFraction", body: `{"polling_interval":1.5}`, field: "polling_interval"},
+		{name: "PollingIntervalString", body: `{"polling_interval":"200"}`, field: "polling_interval"},
+		{name: "MaxWorkersZero", body: `{"max_workers":0}`, field: "max_workers"},
+		{name: "MaxWorkersTooLarge", body: `{"max_workers":10001}`, field: "max_workers"},
+		{name: "MaxWorkersString", body: `{"max_workers":"20"}`, field: "max_workers"},
+		{name: "MaxDispatchesZero", body: `{"max_dispatches_per_second":0}`, field: "max_dispatches_per_second"},
+		{name: "MaxDispatchesNegative", body: `{"max_dispatches_per_second":-1.5}`, field: "max_dispatches_per_second"},
+		{name: "MaxDispatchesTooLarge", body: `{"max_dispatches_per_second":1e10}`, field: "max_dispatches_per_second"},
+		{name: "MaxDispatchesString", body: `{"max_dispatches_per_second":"10"}`, field: "max_dispatches_per_second"},
+		{name: "MaxBurstSizeZero", body: `{"max_burst_size":0}`, field: "max_burst_size"},
+		{name: "MaxBurstSizeNegative", body: `{"max_burst_size":-1}`, field: "max_burst_size"},
+		{name: "MaxBurstSizeTooLarge", body: `{"max_burst_size":2147483648}`, field: "max_burst_size"},
+		{name: "MaxBurstSizeFraction", body: `{"max_burst_size":2.5}`, field: "max_burst_size"},
+		{name: "UnknownField", body: `{"max_worker":5}`, field: "max_worker"},
+		{name: "InvalidJSON", body: `{"max_workers":`, field: "body"},
+		{name: "Array", body: `[]`, field: "body"},
+		{name: "TrailingData", body: `{"max_workers":5}{}`, field: "body"},
+		{name: "NameBadChars", path: "/queue/a%20b", body: `{}`, field: "name"},
+		{name: "NameTooLong", path: "/queue/" + strings.Repeat("q", 129), body: `{}`, field: "name"},
+	}
+	for i := range tests {
+		tests[i].method = "PUT"
+		if tests[i].path == "" {
+			tests[i].path = "/queue/q"
+		}
+		tests[i].status = http.StatusBadRequest
+	}
+	tests = append(tests,
+		badInput{name: "GetBadName", method: "GET", path: "/queue/a%20b", status: 400, field: "name"},
+		badInput{name: "DeleteBadName", method: "DELETE", path: "/queue/a%20b", status: 400, field: "name"},
+		badInput{name: "NodeBadName", method: "GET", path: "/queue/a%20b/node", status: 400, field: "name"},
+		badInput{name: "GetMissing", method: "GET", path: "/queue/missing", status: 404, field: "missing"},
+		badInput{name: "DeleteMissing", method: "DELETE", path: "/queue/missing", status: 404, field: "missing"},
+		badInput{name: "NodeOfMissingQueue", method: "GET", path: "/queue/missing/node", status: 404, field: "missing"},
+	)
+	// The group returns once its parallel cases are done.
+	t.Run("Cases", func(t *testing.T) { runBadInputs(t, b, tests) })
+
+	t.Run("NothingStored", func(t *testing.T) {
+		qs, err := b.st.QueueList(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(qs), 0; got != want {
+			t.Errorf("%d queues stored after refused PUTs, want %d", got, want)
+		}
+	})
+}
+
+func TestPutRouting_BadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	b.ok(t, "PUT", "/queue/q", "", nil)
+	tests := []badInput{
+		{name: "MissingQueueName", body: `{}`, status: 400, field: "queue_name"},
+		{name: "EmptyQueueName", body: `{"queue_name":""}`, status: 400, field: "queue_name"},
+		{name: "QueueNameNumber", body: `{"queue_name":5}`, status: 400, field: "queue_name"},
+		{name: "QueueNameBadChars", body: `{"queue_name":"a b"}`, status: 400, field: "queue_name"},
+		{name: "QueueNameTooLong", body: `{"queue_name":"` + strings.Repeat("q", 129) + `"}`, status: 400, field: "queue_name"},
+		{name: "QueueMissing", body: `{"queue_name":"nosuch"}`, status: 404, field: "queue_name"},
+		{name: "UnknownField", body: `{"queue_name":"q","queue":"q"}`, status: 400, field: "queue"},
+		{name: "EmptyBody", body: ``, status: 400, field: "body"},
+		{name: "InvalidJSON", body: `{"queue_name"`, status: 400, field: "body"},
+		{name: "CategoryBadChars", path: "/routing/a%20b", body: `{"queue_name":"q"}`, status: 400, field: "category"},
+		{name: "CategoryTooLong", path: "/routing/" + strings.Repeat("c", 129), body: `{"queue_name":"q"}`, status: 400, field: "category"},
+	}
+	for i := range tests {
+		tests[i].method = "PUT"
+		if tests[i].path == "" {
+			tests[i].path = "/routing/cat"
+		}
+	}
+	tests = append(tests,
+		badInput{name: "GetBadCategory", method: "GET", path: "/routing/a%20b", status: 400, field: "category"},
+		badInput{name: "DeleteBadCategory", method: "DELETE", path: "/routing/a%20b", status: 400, field: "category"},
+		badInput{name: "GetMissing", method: "GET", path: "/routing/nosuch", status: 404, field: "nosuch"},
+		badInput{name: "DeleteMissing", method: "DELETE", path: "/routing/nosuch", status: 404, field: "nosuch"},
+	)
+	runBadInputs(t, b, tests)
+}
