@@ -92,15 +92,18 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// One channel for both signals: the first starts the soft stop, the
+	// second cuts it short.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	hard := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		stop()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
+		<-sigs
+		cancel()
+		<-sigs
 		log.Warn("second signal: stopping now")
 		close(hard)
 	}()

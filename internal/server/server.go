@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan s
 	}
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: finishing deliveries in flight", "timeout", cfg.ShutdownTimeout)
+		s.log.Info("shutting down: finishing deliveries in flight", "timeout", cfg.ShutdownTimeout)
 	case err := <-s.serve:
 		s.serve <- err
 		log.Error("HTTP server stopped", "err", err)
