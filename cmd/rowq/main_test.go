@@ -15,7 +15,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // rowqBin is the binary under test, built by TestMain.
@@ -309,119 +309,6 @@ func (p *proc) leader(t *testing.T, q string) string {
 	return id
 }
 
-// worker is an httptest worker that records deliveries by request body.
-type worker struct {
-	*httptest.Server
-	mu         sync.Mutex
-	deliveries map[string][]*delivery // body → its deliveries in arrival order
-	open       int                    // deliveries not answered yet
-	answer     func(body string, attempt int) (status int, resp string, sleep time.Duration)
-	// onDelivery, if set, runs with mu held after each delivery is
-	// recorded, with the number of distinct bodies delivered so far.
-	onDelivery func(distinct int)
-}
-
-// delivery is one request the worker received.
-type delivery struct {
-	at       time.Time
-	by       string    // User-Agent: the sending node when tests set one per node
-	answered time.Time // zero if the request ended before the answer
-}
-
-func newWorker(t *testing.T, answer func(body string, attempt int) (int, string, time.Duration)) *worker {
-	w := &worker{deliveries: map[string][]*delivery{}, answer: answer}
-	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		body := string(b)
-		d := &delivery{at: time.Now(), by: r.UserAgent()}
-		w.mu.Lock()
-		w.deliveries[body] = append(w.deliveries[body], d)
-		attempt := len(w.deliveries[body])
-		w.open++
-		if w.onDelivery != nil {
-			w.onDelivery(len(w.deliveries))
-		}
-		w.mu.Unlock()
-		defer func() {
-			w.mu.Lock()
-			w.open--
-			w.mu.Unlock()
-		}()
-		status, resp, sleep := 200, `{"status":"success"}`, time.Duration(0)
-		if w.answer != nil {
-			status, resp, sleep = w.answer(body, attempt)
-		}
-		if sleep > 0 {
-			select {
-			case <-time.After(sleep):
-			case <-r.Context().Done():
-				return // the node went away: no answer
-			}
-		}
-		w.mu.Lock()
-		d.answered = time.Now()
-		w.mu.Unlock()
-		rw.WriteHeader(status)
-		io.WriteString(rw, resp)
-	}))
-	t.Cleanup(w.Close)
-	return w
-}
-
-func (w *worker) setOnDelivery(f func(distinct int)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.onDelivery = f
-}
-
-// of returns copies of body's deliveries.
-func (w *worker) of(body string) []delivery {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var ds []delivery
-	for _, d := range w.deliveries[body] {
-		ds = append(ds, *d)
-	}
-	return ds
-}
-
-func (w *worker) count(body string) int { return len(w.of(body)) }
-
-func (w *worker) distinct() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.deliveries)
-}
-
-// answered counts the bodies with at least one delivery answered.
-func (w *worker) answered() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, ds := range w.deliveries {
-		for _, d := range ds {
-			if !d.answered.IsZero() {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// jobGone reports whether the job is no longer stored.
 func jobGone(t *testing.T, st store.Store, queue string, id int64) bool {
 	t.Helper()
 	_, err := st.JobGet(context.Background(), queue, id)
@@ -433,14 +320,14 @@ func jobGone(t *testing.T, st store.Store, queue string, id int64) bool {
 
 func TestServe_NoFlagsUsesSQLiteAndDelivers(t *testing.T) {
 	t.Parallel()
-	w := newWorker(t, nil)
+	w := testworker.New(t, nil)
 	dir := t.TempDir()
 	p := serve(t, dir) // no flags; only ROWQ_BIND, so that the port is free
 	out := p.mustCall(t, "POST", "/job/anything", map[string]any{"url": w.URL, "payload": "hello"})
 	if out["queue_name"] != "default" {
 		t.Errorf("unrouted job went to queue %v, want the default queue \"default\"", out["queue_name"])
 	}
-	waitFor(t, 10*time.Second, "delivery", func() bool { return w.count("hello") == 1 })
+	testworker.WaitFor(t, 10*time.Second, "delivery", func() bool { return w.Count("hello") == 1 })
 	if _, err := os.Stat(filepath.Join(dir, "rowq.db")); err != nil {
 		t.Errorf("no ./rowq.db in the working directory: %v", err)
 	}
@@ -453,7 +340,7 @@ func TestServe_NoFlagsUsesSQLiteAndDelivers(t *testing.T) {
 func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 1500 * time.Millisecond
 		})
 		dbURL := dbtest.URL(t, dialect)
@@ -467,7 +354,7 @@ func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 		for i := range n {
 			ids[i] = p.mustPush(t, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("job-%d", i)})
 		}
-		waitFor(t, 10*time.Second, "5 deliveries started", func() bool { return w.distinct() == n })
+		testworker.WaitFor(t, 10*time.Second, "5 deliveries started", func() bool { return w.Distinct() == n })
 		term := time.Now()
 		p.signal(t, syscall.SIGTERM)
 		if code := p.wait(t, 15*time.Second); code != 0 {
@@ -476,13 +363,13 @@ func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 		t.Logf("exited %v after SIGTERM", p.exitedAt.Sub(term).Round(time.Millisecond))
 		for i := range n {
 			body := fmt.Sprintf("job-%d", i)
-			if got := w.count(body); got != 1 {
+			if got := w.Count(body); got != 1 {
 				t.Errorf("%s delivered %d times, want 1", body, got)
 			}
-			for _, d := range w.of(body) {
-				if d.answered.IsZero() {
+			for _, d := range w.Of(body) {
+				if d.AnsweredAt.IsZero() {
 					t.Errorf("%s: delivery cut short by the shutdown", body)
-				} else if !d.answered.Before(p.exitedAt) {
+				} else if !d.AnsweredAt.Before(p.exitedAt) {
 					t.Errorf("%s: process exited before its delivery finished", body)
 				}
 			}
@@ -498,7 +385,7 @@ func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 		}
 		started := time.Now()
 		p2 := serve(t, dir, append(env, "ROWQ_NODE_ID=node-2")...)
-		waitFor(t, 2*time.Second, "node-2 leads q", func() bool { return p2.leader(t, "q") == "node-2" })
+		testworker.WaitFor(t, 2*time.Second, "node-2 leads q", func() bool { return p2.leader(t, "q") == "node-2" })
 		t.Logf("node-2 led q %v after it was started", time.Since(started).Round(time.Millisecond))
 	})
 }
@@ -513,7 +400,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			nodeTTL    = time.Second
 			grabLease  = 2 * time.Second
 		)
-		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 20 * time.Millisecond
 		})
 		dbURL := dbtest.URL(t, dialect)
@@ -527,7 +414,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 		a.mustCall(t, "PUT", "/queue/q", map[string]any{"max_workers": maxWorkers})
 		a.mustCall(t, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
 		var victimID string
-		waitFor(t, 5*time.Second, "a leader of q", func() bool { victimID = a.leader(t, "q"); return victimID != "" })
+		testworker.WaitFor(t, 5*time.Second, "a leader of q", func() bool { victimID = a.leader(t, "q"); return victimID != "" })
 		if got := b.leader(t, "q"); got != victimID {
 			t.Fatalf("node-a says %q leads q, node-b says %q", victimID, got)
 		}
@@ -547,13 +434,13 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			killErr                     error
 			deliveredAtKill, openAtKill int
 		)
-		w.setOnDelivery(func(distinct int) {
+		w.SetOnDelivery(func(distinct, open int) {
 			if !enqueued.Load() || distinct < killAfter || !killAt.IsZero() {
 				return
 			}
 			killAt = time.Now()
 			killErr = victim.cmd.Process.Kill()
-			deliveredAtKill, openAtKill = distinct, w.open
+			deliveredAtKill, openAtKill = distinct, open
 			close(killed)
 		})
 
@@ -584,7 +471,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 		select {
 		case <-killed:
 		case <-time.After(15 * time.Second):
-			t.Fatalf("no kill: %d of %d jobs delivered", w.distinct(), n)
+			t.Fatalf("no kill: %d of %d jobs delivered", w.Distinct(), n)
 		}
 		if killErr != nil {
 			t.Fatalf("kill -9 %s: %v", victimID, killErr)
@@ -598,10 +485,10 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 
 		// The survivor takes the queue once the victim's registration
 		// expires, and delivers the victim's grabs again once they expire.
-		waitFor(t, nodeTTL+grabLease+3*time.Second, "every job answered", func() bool { return w.answered() == n })
+		testworker.WaitFor(t, nodeTTL+grabLease+3*time.Second, "every job answered", func() bool { return w.Answered() == n })
 		recovered := time.Since(killAt)
 		st := dbtest.OpenURL(t, dbURL)
-		waitFor(t, 5*time.Second, "every job acknowledged", func() bool {
+		testworker.WaitFor(t, 5*time.Second, "every job acknowledged", func() bool {
 			for _, id := range ids {
 				if !jobGone(t, st, "q", id) {
 					return false
@@ -620,23 +507,23 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 		twice := 0
 		for i := range n {
 			body := fmt.Sprintf("job-%d", i)
-			ds := w.of(body)
+			ds := w.Of(body)
 			for _, d := range ds {
 				switch {
-				case d.by == victimID && d.at.Sub(killAt) > nodeTTL/2:
-					t.Errorf("%s delivered by the killed %s %v after the kill", body, victimID, d.at.Sub(killAt))
-				case d.by == survivorID && d.at.Before(killAt):
+				case d.By == victimID && d.At.Sub(killAt) > nodeTTL/2:
+					t.Errorf("%s delivered by the killed %s %v after the kill", body, victimID, d.At.Sub(killAt))
+				case d.By == survivorID && d.At.Before(killAt):
 					t.Errorf("%s delivered by %s before the kill, while %s led q", body, survivorID, victimID)
-				case d.by != victimID && d.by != survivorID:
-					t.Errorf("%s delivered with User-Agent %q", body, d.by)
+				case d.By != victimID && d.By != survivorID:
+					t.Errorf("%s delivered with User-Agent %q", body, d.By)
 				}
 			}
 			switch {
 			case len(ds) == 2:
 				twice++
 				// In flight at the victim when it died, then delivered again.
-				if ds[0].by != victimID || ds[1].by != survivorID {
-					t.Errorf("%s delivered twice, by %s then %s; want by the killed node, then the survivor", body, ds[0].by, ds[1].by)
+				if ds[0].By != victimID || ds[1].By != survivorID {
+					t.Errorf("%s delivered twice, by %s then %s; want by the killed node, then the survivor", body, ds[0].By, ds[1].By)
 				}
 			case len(ds) != 1:
 				t.Errorf("%s delivered %d times", body, len(ds))
@@ -652,7 +539,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 
 func TestServe_SecondSignalStopsAtOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorker(t, func(_ string, attempt int) (int, string, time.Duration) {
+	w := testworker.New(t, func(_ string, attempt int) (int, string, time.Duration) {
 		if attempt == 1 {
 			return 200, `{"status":"success"}`, 30 * time.Second
 		}
@@ -663,7 +550,7 @@ func TestServe_SecondSignalStopsAtOnce(t *testing.T) {
 	env := testEnv(dbURL, "ROWQ_QUEUE_DEFAULT=q", "ROWQ_SHUTDOWN_TIMEOUT=30s")
 	p := serve(t, dir, append(env, "ROWQ_NODE_ID=node-1")...)
 	id := p.mustPush(t, "cat", map[string]any{"url": w.URL, "payload": "hang"})
-	waitFor(t, 10*time.Second, "delivery", func() bool { return w.count("hang") == 1 })
+	testworker.WaitFor(t, 10*time.Second, "delivery", func() bool { return w.Count("hang") == 1 })
 
 	// The gap leaves the first signal time to be taken: the Go runtime
 	// merges a signal that arrives while the same one is still pending.
@@ -691,8 +578,8 @@ func TestServe_SecondSignalStopsAtOnce(t *testing.T) {
 
 	// Once its grab expires, a new node delivers it again.
 	serve(t, dir, append(env, "ROWQ_NODE_ID=node-2")...)
-	waitFor(t, 10*time.Second, "redelivery", func() bool { return w.count("hang") == 2 })
-	waitFor(t, 5*time.Second, "job acknowledged", func() bool { return jobGone(t, st, "q", id) })
+	testworker.WaitFor(t, 10*time.Second, "redelivery", func() bool { return w.Count("hang") == 2 })
+	testworker.WaitFor(t, 5*time.Second, "job acknowledged", func() bool { return jobGone(t, st, "q", id) })
 }
 
 func TestMigrate_AppliesSchema(t *testing.T) {

@@ -93,7 +93,12 @@ func (r *runner) run() {
 	for !r.stopped() {
 		now := time.Now()
 		if now.Sub(lastRescue) >= cfg.RescueInterval {
-			lastRescue = now
+			// Extend this node's grabs first: after an outage longer than the
+			// grab lease, deliveries of this node whose outcome is still being
+			// recorded (perhaps by a runner this one replaced) must not be
+			// rescued and delivered a second time.
+			lastRescue, lastExtend = now, now
+			r.extend()
 			r.rescue()
 		}
 		if r.inflight.Load() > 0 && now.Sub(lastExtend) >= cfg.GrabLease/3 {

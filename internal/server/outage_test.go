@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // proxy is a TCP proxy in front of a database server that a test can cut
@@ -100,17 +101,17 @@ func TestServer_DatabaseOutage(t *testing.T) {
 	for _, dialect := range []string{"mysql", "postgres"} { // SQLite is a local file: it has no outage
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			w := newWorker(t, nil)
+			w := testworker.New(t, nil)
 			dbURL, p := viaProxy(t, dbtest.URL(t, dialect))
 			s := startNode(t, dbURL, nil)
 			setupQueue(t, s, "q", "cat", nil)
 			push(t, s, "cat", map[string]any{"url": w.URL, "payload": "before"})
 			// Accepted now, due during the outage.
 			push(t, s, "cat", map[string]any{"url": w.URL, "payload": "deferred", "run_after": 1})
-			waitFor(t, 5*time.Second, "first delivery", func() bool { return w.count("before") == 1 })
+			testworker.WaitFor(t, 5*time.Second, "first delivery", func() bool { return w.Count("before") == 1 })
 
 			p.cut()
-			waitFor(t, 15*time.Second, "503 while the database is away", func() bool {
+			testworker.WaitFor(t, 15*time.Second, "503 while the database is away", func() bool {
 				code, out := call(t, s, "POST", "/job/cat", map[string]any{"url": w.URL, "payload": "refused"})
 				if code == http.StatusOK {
 					t.Fatalf("job accepted while the database is away: %v", out)
@@ -121,18 +122,18 @@ func TestServer_DatabaseOutage(t *testing.T) {
 			time.Sleep(2 * time.Second) // past the node TTL and the deferred job's due time
 
 			p.restore()
-			waitFor(t, 30*time.Second, "API back", func() bool {
+			testworker.WaitFor(t, 30*time.Second, "API back", func() bool {
 				code, _ := call(t, s, "GET", "/queue/q", nil)
 				return code == http.StatusOK
 			})
 			push(t, s, "cat", map[string]any{"url": w.URL, "payload": "after"})
-			waitFor(t, 30*time.Second, "deliveries after the outage", func() bool {
-				return w.count("deferred") == 1 && w.count("after") == 1
+			testworker.WaitFor(t, 30*time.Second, "deliveries after the outage", func() bool {
+				return w.Count("deferred") == 1 && w.Count("after") == 1
 			})
-			if n := w.count("refused"); n != 0 {
+			if n := w.Count("refused"); n != 0 {
 				t.Errorf("a refused job was delivered %d times", n)
 			}
-			if n := w.count("before"); n != 1 {
+			if n := w.Count("before"); n != 1 {
 				t.Errorf("job delivered before the outage was delivered %d times", n)
 			}
 		})

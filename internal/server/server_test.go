@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/rowq/rowq/internal/server"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // forEachDialect runs fn as a parallel subtest on every backend.
@@ -29,70 +29,6 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
 			t.Parallel()
 			fn(t, d)
 		})
-	}
-}
-
-// worker is an httptest worker that records every delivery.
-type worker struct {
-	*httptest.Server
-	mu         sync.Mutex
-	deliveries map[string][]time.Time // body → delivery times
-	answer     func(body string, attempt int) (status int, resp string, sleep time.Duration)
-	changed    chan struct{}
-}
-
-func newWorker(t *testing.T, answer func(body string, attempt int) (int, string, time.Duration)) *worker {
-	w := &worker{deliveries: map[string][]time.Time{}, answer: answer, changed: make(chan struct{}, 1)}
-	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		body := string(b)
-		w.mu.Lock()
-		w.deliveries[body] = append(w.deliveries[body], time.Now())
-		attempt := len(w.deliveries[body])
-		w.mu.Unlock()
-		select {
-		case w.changed <- struct{}{}:
-		default:
-		}
-		status, resp, sleep := 200, `{"status":"success"}`, time.Duration(0)
-		if w.answer != nil {
-			status, resp, sleep = w.answer(body, attempt)
-		}
-		if sleep > 0 {
-			select {
-			case <-time.After(sleep):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		rw.WriteHeader(status)
-		io.WriteString(rw, resp)
-	}))
-	t.Cleanup(w.Close)
-	return w
-}
-
-func (w *worker) count(body string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.deliveries[body])
-}
-
-func (w *worker) distinct() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.deliveries)
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -215,7 +151,7 @@ func failedEntry(t *testing.T, s *server.Server, queue string, jobID int64) *sto
 
 func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, nil)
+		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 50})
 		const n = 1000
@@ -230,10 +166,10 @@ func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
 		}
 		wg.Wait()
 		close(ids)
-		waitFor(t, 60*time.Second, "1000 deliveries", func() bool { return w.distinct() == n })
+		testworker.WaitFor(t, 60*time.Second, "1000 deliveries", func() bool { return w.Distinct() == n })
 		time.Sleep(500 * time.Millisecond) // room for a duplicate to show
 		for i := range n {
-			if got := w.count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
+			if got := w.Count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
 				t.Errorf("job %d delivered %d times", i, got)
 			}
 		}
@@ -252,7 +188,7 @@ func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
 
 func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(body string, attempt int) (int, string, time.Duration) {
+		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			if attempt == 1 {
 				return 500, `{"status":"failure","message":"try again"}`, 0
 			}
@@ -261,19 +197,18 @@ func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
 		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "retry-me", "max_retries": 2, "retry_delay": 1})
-		waitFor(t, 10*time.Second, "second delivery", func() bool { return w.count("retry-me") == 2 })
-		w.mu.Lock()
-		gap := w.deliveries["retry-me"][1].Sub(w.deliveries["retry-me"][0])
-		w.mu.Unlock()
+		testworker.WaitFor(t, 10*time.Second, "second delivery", func() bool { return w.Count("retry-me") == 2 })
+		ds := w.Of("retry-me")
+		gap := ds[1].At.Sub(ds[0].At)
 		if gap < 900*time.Millisecond {
 			t.Errorf("retry came %v after the failure, want retry_delay 1s", gap)
 		}
-		waitFor(t, 5*time.Second, "job removed", func() bool {
+		testworker.WaitFor(t, 5*time.Second, "job removed", func() bool {
 			_, err := s.Store().JobGet(context.Background(), "q", id)
 			return errors.Is(err, store.ErrNotFound)
 		})
 		time.Sleep(300 * time.Millisecond)
-		if got := w.count("retry-me"); got != 2 {
+		if got := w.Count("retry-me"); got != 2 {
 			t.Errorf("delivered %d times, want 2", got)
 		}
 		if f := failedEntry(t, s, "q", id); f != nil {
@@ -284,19 +219,19 @@ func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
 
 func TestServer_PermanentFailureGoesToFailureLog(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 422, `{"status":"permanent-failure","message":"bad input: no such user"}`, 0
 		})
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
 		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]any{"user": 7}, "max_retries": 5})
 		var f *store.FailedJob
-		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		testworker.WaitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
 		if f.Status != "permanent-failure" || f.Code != 422 || f.Message != "bad input: no such user" || f.FailCount != 1 ||
 			f.Category != "cat" || f.URL != w.URL || string(f.Payload) != `{"user":7}` {
 			t.Errorf("failure log entry = %+v", f)
 		}
-		if got := w.count(`{"user":7}`); got != 1 {
+		if got := w.Count(`{"user":7}`); got != 1 {
 			t.Errorf("permanently failed job delivered %d times, want 1 (no retry)", got)
 		}
 	})
@@ -304,16 +239,16 @@ func TestServer_PermanentFailureGoesToFailureLog(t *testing.T) {
 
 func TestServer_RetriesExhaustedGoToFailureLog(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(string, int) (int, string, time.Duration) { return 200, `not json at all`, 0 })
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) { return 200, `not json at all`, 0 })
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
 		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "garbage", "max_retries": 2})
 		var f *store.FailedJob
-		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		testworker.WaitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
 		if f.Status != "failure" || f.Code != 200 || f.FailCount != 3 || !strings.Contains(f.Message, "not json at all") {
 			t.Errorf("failure log entry = %+v", f)
 		}
-		if got := w.count("garbage"); got != 3 {
+		if got := w.Count("garbage"); got != 3 {
 			t.Errorf("delivered %d times, want 3 (1 + 2 retries)", got)
 		}
 	})
@@ -321,13 +256,13 @@ func TestServer_RetriesExhaustedGoToFailureLog(t *testing.T) {
 
 func TestServer_HangingWorkerTimesOut(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(string, int) (int, string, time.Duration) { return 200, `{"status":"success"}`, 30 * time.Second })
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) { return 200, `{"status":"success"}`, 30 * time.Second })
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
 		start := time.Now()
 		id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "hang", "timeout": 1})
 		var f *store.FailedJob
-		waitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
+		testworker.WaitFor(t, 10*time.Second, "failure log entry", func() bool { f = failedEntry(t, s, "q", id); return f != nil })
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("timeout 1s took %v to fail", took)
 		}
@@ -339,7 +274,7 @@ func TestServer_HangingWorkerTimesOut(t *testing.T) {
 
 func TestServer_RunAfterIsRespected(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, nil)
+		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
 		start := time.Now()
@@ -347,10 +282,8 @@ func TestServer_RunAfterIsRespected(t *testing.T) {
 		if out["run_after"] != 2.0 || out["queue_name"] != "q" || out["category"] != "cat" || out["payload"] != "later" {
 			t.Errorf("push answer = %v", out)
 		}
-		waitFor(t, 10*time.Second, "deferred delivery", func() bool { return w.count("later") == 1 })
-		w.mu.Lock()
-		at := w.deliveries["later"][0]
-		w.mu.Unlock()
+		testworker.WaitFor(t, 10*time.Second, "deferred delivery", func() bool { return w.Count("later") == 1 })
+		at := w.Of("later")[0].At
 		if d := at.Sub(start); d < 1900*time.Millisecond || d > 4*time.Second {
 			t.Errorf("run_after 2 delivered after %v", d)
 		}
@@ -359,17 +292,17 @@ func TestServer_RunAfterIsRespected(t *testing.T) {
 
 func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, nil)
+		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"polling_interval": 60000})
-		waitFor(t, 5*time.Second, "leadership", func() bool {
+		testworker.WaitFor(t, 5*time.Second, "leadership", func() bool {
 			code, _ := call(t, s, "GET", "/queue/q/node", nil)
 			return code == 200
 		})
 		time.Sleep(200 * time.Millisecond) // the runner's first, empty poll
 		start := time.Now()
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "now"})
-		waitFor(t, 5*time.Second, "delivery", func() bool { return w.count("now") == 1 })
+		testworker.WaitFor(t, 5*time.Second, "delivery", func() bool { return w.Count("now") == 1 })
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("with a 60s polling interval, delivery took %v: the wake-up did not work", d)
 		}
@@ -378,7 +311,7 @@ func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
 
 func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, nil)
+		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		st := dbtest.OpenURL(t, dbURL)
 		ctx := context.Background()
@@ -395,12 +328,12 @@ func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
 		}
 		start := time.Now()
 		startNode(t, dbURL, nil)
-		waitFor(t, 15*time.Second, "redelivery", func() bool { return w.count(`orphan`) == 1 })
+		testworker.WaitFor(t, 15*time.Second, "redelivery", func() bool { return w.Count(`orphan`) == 1 })
 		if d := time.Since(start); d < time.Second {
 			t.Errorf("job redelivered after %v, before the dead node's grab expired", d)
 		}
 		time.Sleep(300 * time.Millisecond)
-		if n := w.count("orphan"); n != 1 {
+		if n := w.Count("orphan"); n != 1 {
 			t.Errorf("delivered %d times, want 1", n)
 		}
 	})
@@ -408,7 +341,7 @@ func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
 
 func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, func(string, int) (int, string, time.Duration) {
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 2 * time.Millisecond
 		})
 		dbURL := dbtest.URL(t, dialect)
@@ -428,10 +361,10 @@ func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		waitFor(t, 60*time.Second, "all deliveries", func() bool { return w.distinct() == n })
+		testworker.WaitFor(t, 60*time.Second, "all deliveries", func() bool { return w.Distinct() == n })
 		time.Sleep(500 * time.Millisecond)
 		for i := range n {
-			if got := w.count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
+			if got := w.Count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
 				t.Errorf("job %d delivered %d times", i, got)
 			}
 		}
@@ -447,11 +380,11 @@ func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
 
 func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		w := newWorker(t, nil)
+		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		a := startNode(t, dbURL, nil)
 		setupQueue(t, a, "q", "cat", nil)
-		waitFor(t, 5*time.Second, "a leads q", func() bool {
+		testworker.WaitFor(t, 5*time.Second, "a leads q", func() bool {
 			code, out := call(t, a, "GET", "/queue/q/node", nil)
 			return code == 200 && out["id"] == a.NodeID()
 		})
@@ -459,11 +392,11 @@ func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
 		if err := a.Stop(nil); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "b leads q", func() bool {
+		testworker.WaitFor(t, 5*time.Second, "b leads q", func() bool {
 			code, out := call(t, b, "GET", "/queue/q/node", nil)
 			return code == 200 && out["id"] == b.NodeID()
 		})
 		push(t, b, "cat", map[string]any{"url": w.URL, "payload": "after-takeover"})
-		waitFor(t, 5*time.Second, "delivery by b", func() bool { return w.count("after-takeover") == 1 })
+		testworker.WaitFor(t, 5*time.Second, "delivery by b", func() bool { return w.Count("after-takeover") == 1 })
 	})
 }
