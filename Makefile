@@ -13,8 +13,14 @@ build: ## build ./bin/rowq
 test: ## run every test on MariaDB, PostgreSQL and SQLite (installs and starts them if needed)
 	./scripts/test.sh
 
+bench: build ## measure throughput and latency on SQLite, MariaDB and PostgreSQL (see docs/benchmarks.md)
+	./bin/rowq bench --jobs 10000 --runs 3
+	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --jobs 10000 --runs 3
+	./bin/rowq bench --database-url 'postgres://postgres:rowq@127.0.0.1:5432/test?sslmode=disable' --jobs 10000 --runs 3
+	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --jobs 2500 --rate 500 --runs 3
+
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-.PHONY: help run build test lint
+.PHONY: help run build test bench lint

@@ -141,6 +141,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
+	// A new queue is claimed by a node at its next refresh (1 s by
+	// default); measure dispatch, not that wait.
+	for deadline := time.Now().Add(30 * time.Second); api("GET", "/queue/"+o.Queue+"/node", nil) != nil; {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no node took queue %s within 30s", o.Queue)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	res := &Result{Jobs: o.Jobs}
 	var (
 		next     atomic.Int64
