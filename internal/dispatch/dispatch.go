@@ -88,6 +88,7 @@ type Dispatcher struct {
 
 	startOnce, stopOnce sync.Once
 	stop                chan struct{}
+	refresh             chan struct{} // run a leadership cycle now
 	loopDone            chan struct{}
 	healthy             bool
 	lastBeat            time.Time
@@ -104,6 +105,7 @@ func New(cfg Config) *Dispatcher {
 		hardStop:   cancel,
 		runners:    map[string]*runner{},
 		stop:       make(chan struct{}),
+		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
 		healthy:    true,
 	}
@@ -134,10 +136,11 @@ func (d *Dispatcher) loop() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
-			d.cycle(ctx)
-			cancel()
+		case <-d.refresh:
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
+		d.cycle(ctx)
+		cancel()
 	}
 }
 
@@ -220,6 +223,16 @@ func (d *Dispatcher) Wake(queue string) {
 	d.mu.Unlock()
 	if r != nil {
 		r.nudge()
+	}
+}
+
+// Refresh asks for a leadership cycle now instead of at the next tick, so
+// that a queue created on this node is claimed (and its jobs dispatched)
+// without waiting for the refresh interval.
+func (d *Dispatcher) Refresh() {
+	select {
+	case d.refresh <- struct{}{}:
+	default:
 	}
 }
 

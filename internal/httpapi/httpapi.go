@@ -19,9 +19,12 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// Waker is told when a queue has a job due now (the dispatcher).
+// Waker is the dispatcher as the API sees it.
 type Waker interface {
+	// Wake tells that a queue has a job due now.
 	Wake(queue string)
+	// Refresh tells that queues changed: claim new ones now.
+	Refresh()
 }
 
 // Config configures the API.

@@ -98,6 +98,9 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.cfg.Waker != nil {
+		a.cfg.Waker.Refresh()
+	}
 	return toQueueJSON(q), nil
 }
 

@@ -400,3 +400,20 @@ func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
 		testworker.WaitFor(t, 5*time.Second, "delivery by b", func() bool { return w.Count("after-takeover") == 1 })
 	})
 }
+
+func TestServer_NewQueueIsClaimedAtOnce(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, nil)
+		s := startNode(t, dbtest.URL(t, dialect), func(c *config.Config) {
+			c.ConfigRefreshInterval = 10 * time.Second
+			c.NodeTTL = 30 * time.Second
+		})
+		start := time.Now()
+		setupQueue(t, s, "q", "cat", nil)
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "first"})
+		testworker.WaitFor(t, 5*time.Second, "delivery", func() bool { return w.Count("first") == 1 })
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("first job of a new queue delivered after %v; the queue waited for the 10s refresh", d)
+		}
+	})
+}
