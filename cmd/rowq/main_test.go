@@ -397,8 +397,11 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			n          = 300
 			maxWorkers = 20
 			killAfter  = 60 // distinct jobs delivered
-			nodeTTL    = time.Second
-			grabLease  = 2 * time.Second
+			// Long enough that a heartbeat slowed by a loaded CI machine
+			// (SQLite's one writer, -race builds beside) does not move the
+			// queue before the kill; the test is about the kill.
+			nodeTTL   = 3 * time.Second
+			grabLease = 4 * time.Second
 		)
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 20 * time.Millisecond
@@ -407,7 +410,8 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 		dir := t.TempDir()
 		// Each node signs its deliveries with its id as User-Agent.
 		node := func(id string) *proc {
-			return serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id)...)
+			return serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id,
+				"ROWQ_NODE_TTL="+nodeTTL.String(), "ROWQ_GRAB_LEASE="+grabLease.String())...)
 		}
 		nodes := map[string]*proc{"node-a": node("node-a"), "node-b": node("node-b")}
 		a, b := nodes["node-a"], nodes["node-b"]
