@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		dbURL  = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
 		target = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
 		runs   = fs.Int("runs", 3, "runs; the report gives each and the median")
+		prof   = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
 	)
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
@@ -37,6 +39,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *runs < 1 {
 		return fmt.Errorf("runs: must be at least 1")
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
 	o.Server = *target
