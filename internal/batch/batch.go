@@ -24,12 +24,12 @@ type Func[T, R any] func(ctx context.Context, items []T) ([]R, error)
 
 // Batcher groups concurrent Do calls into calls of its Func.
 type Batcher[T, R any] struct {
-	fn      Func[T, R]
-	max     int
-	calls   chan *call[T, R]
-	done    chan struct{}
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	fn        Func[T, R]
+	max       int
+	calls     chan *call[T, R]
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 type call[T, R any] struct {
@@ -76,7 +76,7 @@ func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
 
 // Close runs the calls already queued, then stops the workers.
 func (b *Batcher[T, R]) Close() {
-	b.closeMu.Do(func() { close(b.done) })
+	b.closeOnce.Do(func() { close(b.done) })
 	b.wg.Wait()
 }
 

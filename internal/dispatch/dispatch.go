@@ -236,14 +236,6 @@ func (d *Dispatcher) Refresh() {
 	}
 }
 
-// Leads reports whether this node runs the queue now.
-func (d *Dispatcher) Leads(queue string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	_, ok := d.runners[queue]
-	return ok
-}
-
 // Stop stops taking jobs, lets deliveries in flight finish until ctx ends
 // (the shutdown timeout), then cancels the rest, gives up the queues and
 // deregisters the node. Cancelled deliveries stay grabbed until their grab

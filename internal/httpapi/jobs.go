@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/store"
 )
@@ -37,6 +38,11 @@ type jobPushed struct {
 func (req *jobRequest) validate() error {
 	if err := checkURL("url", req.URL); err != nil {
 		return err
+	}
+	// The decoder keeps a payload's bytes as sent; MySQL and PostgreSQL
+	// refuse text that is not UTF-8, so refuse it here with a 400.
+	if !utf8.Valid(req.Payload) {
+		return errorf(http.StatusBadRequest, "payload: must be valid UTF-8")
 	}
 	for _, c := range []struct {
 		field  string

@@ -54,6 +54,7 @@ func TestPushJob_BadInput(t *testing.T) {
 		{name: "URLTooLong", body: `{"url":"http://worker.example/` + strings.Repeat("x", 2048) + `"}`, field: "url"},
 		{name: "URLNumber", body: `{"url":5}`, field: "url"},
 
+		{name: "PayloadNotUTF8", body: job(`"payload":"caf` + "\xe9" + `"`), field: "payload"},
 		{name: "RunAfterNegative", body: job(`"run_after":-1`), field: "run_after"},
 		{name: "RunAfterTooLarge", body: job(`"run_after":100000000`), field: "run_after"},
 		{name: "RunAfterFraction", body: job(`"run_after":1.5`), field: "run_after"},

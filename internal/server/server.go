@@ -5,6 +5,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,9 +16,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"crypto/rand"
-	"encoding/hex"
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
