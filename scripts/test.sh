@@ -73,8 +73,9 @@ if [ -z "${ROWQ_TEST_POSTGRES_URL:-}" ]; then
   # With trust auth any password works; a fresh install wants this one.
   if ! psql "$PG_URL" -Atqc 'SELECT 1' >/dev/null 2>&1; then
     say "giving the postgres role a password (test server only)"
-    (cd / && $SUDO -u postgres psql -qc "ALTER USER postgres PASSWORD 'rowq'" 2>/dev/null) \
-      || (cd / && su postgres -c "psql -qc \"ALTER USER postgres PASSWORD 'rowq'\"") \
+    as_postgres=(runuser -u postgres --)
+    [ -z "$SUDO" ] || as_postgres=(sudo -u postgres)
+    (cd / && "${as_postgres[@]}" psql -qc "ALTER USER postgres PASSWORD 'rowq'") \
       || die "could not set the postgres role's password"
   fi
   psql "$PG_URL" -Atqc 'SELECT 1' >/dev/null || die "PostgreSQL at 127.0.0.1:5432 is not reachable as postgres"
