@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,44 +20,57 @@ import (
 	"github.com/rowq/rowq/internal/store/backend"
 )
 
-const usage = `rowq: jobs, schedules and locks in rows of your database.
+// command is one rowq subcommand.
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout, stderr io.Writer) error
+}
 
-Usage:
-  rowq serve [flags]     run a node: HTTP API and dispatcher (rowq serve -h lists flags)
-  rowq migrate [flags]   apply the database schema and exit
-  rowq echo-worker       a worker for trying rowq out: prints jobs, answers success
-  rowq bench [flags]     measure throughput and latency (rowq bench -h lists flags)
-  rowq version           print the version
+// commands lists the subcommands in the order `rowq help` shows them.
+var commands = []command{
+	{"serve", "[flags]", "run a node: HTTP API and dispatcher (rowq serve -h lists flags)", serveCmd},
+	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
+	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
+	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
+}
 
+func usage() string {
+	var b strings.Builder
+	b.WriteString("rowq: jobs, schedules and locks in rows of your database.\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-28s %s\n", "rowq "+c.name+" "+c.args, c.summary)
+	}
+	fmt.Fprintf(&b, "  %-28s %s\n", "rowq version", "print the version")
+	b.WriteString(`
 With no flags, rowq serve keeps its data in ./rowq.db (SQLite) and listens on
 127.0.0.1:8080. Choose a database with --database-url or ROWQ_DATABASE_URL:
   mysql://user:pass@host:3306/db   postgres://user:pass@host:5432/db   sqlite://path
-`
+Commands that talk to a running server take --server (env ROWQ_SERVER,
+default http://127.0.0.1:8080) and --json.
+`)
+	return b.String()
+}
 
 // Main runs the command with args (without the program name) and returns
 // the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	var err error
 	switch args[0] {
-	case "serve":
-		err = serve(args[1:], stderr)
-	case "migrate":
-		err = migrate(args[1:], stderr)
-	case "echo-worker":
-		err = echoWorker(args[1:], stdout, stderr)
-	case "bench":
-		err = benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "rowq", server.Version)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 	default:
-		fmt.Fprintf(stderr, "rowq: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
+		if i < 0 {
+			fmt.Fprintf(stderr, "rowq: unknown command %q\n\n%s", args[0], usage())
+			return 2
+		}
+		err = commands[i].run(args[1:], stdout, stderr)
 	}
 	switch {
 	case err == nil:
@@ -87,7 +102,7 @@ func load(name string, args []string, stderr io.Writer) (config.Config, *slog.Lo
 
 // serve runs a node until SIGINT or SIGTERM; a second signal cuts the
 // soft shutdown short.
-func serve(args []string, stderr io.Writer) error {
+func serveCmd(args []string, _, stderr io.Writer) error {
 	cfg, log, err := load("serve", args, stderr)
 	if err != nil {
 		return err
@@ -110,7 +125,7 @@ func serve(args []string, stderr io.Writer) error {
 	return server.Run(ctx, cfg, log, hard)
 }
 
-func migrate(args []string, stderr io.Writer) error {
+func migrateCmd(args []string, _, stderr io.Writer) error {
 	cfg, log, err := load("migrate", args, stderr)
 	if err != nil {
 		return err

@@ -1,0 +1,132 @@
+// Package client is the Go client of rowq's HTTP API: jobs, queues and
+// routings (the Fireworq-compatible surface), locks and schedules. It
+// imports only the standard library.
+//
+// Every method takes a context and returns an *Error when the server
+// answered with a status other than 200; the Error carries the status and
+// the server's message, which names the field at fault.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultServer is the address a client talks to when none is given.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// Client talks to one rowq server. It is safe for concurrent use.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client of the rowq server at base (such as
+// http://127.0.0.1:8080). A nil httpClient means a client with a 60 s
+// timeout per request.
+func New(base string, httpClient *http.Client) *Client {
+	if base == "" {
+		base = DefaultServer
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(base, "/"), http: httpClient}
+}
+
+// Base returns the server's base URL.
+func (c *Client) Base() string { return c.base }
+
+// Error is a non-200 answer of the server.
+type Error struct {
+	Status  int    // HTTP status code
+	Message string // the server's "error" message, or the body's head
+	// Body is the whole answer, for endpoints whose errors carry more than
+	// a message (a lock's 409 lists its holders).
+	Body json.RawMessage
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("rowq: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// IsNotFound reports whether err is a 404 answer.
+func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
+
+// IsConflict reports whether err is a 409 answer.
+func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
+
+func statusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// Do sends a request with in as its JSON body (none when nil) and decodes
+// a 200 answer into out (ignored when nil). Other answers become an *Error.
+// Methods of Client cover the API; Do serves what they do not.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("rowq: encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("rowq: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("rowq: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("rowq: %s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &Error{Status: resp.StatusCode, Body: raw}
+		var eb struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
+			e.Message = eb.Error
+		} else {
+			e.Message = strings.TrimSpace(string(raw[:min(len(raw), 512)]))
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("rowq: %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// esc escapes one path segment.
+func esc(s string) string { return url.PathEscape(s) }

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/rowq/rowq/client"
+)
+
+// remote holds the flags every command that talks to a running server
+// takes: --server and --json.
+type remote struct {
+	server string
+	json   bool
+}
+
+// remoteFlags adds --server and --json to fs.
+func remoteFlags(fs *flag.FlagSet) *remote {
+	r := &remote{}
+	def := os.Getenv("ROWQ_SERVER")
+	if def == "" {
+		def = client.DefaultServer
+	}
+	fs.StringVar(&r.server, "server", def, "rowq server to talk to (env ROWQ_SERVER)")
+	fs.BoolVar(&r.json, "json", false, "print the server's answer as JSON, for scripts")
+	return r
+}
+
+// client returns a client of the server named by --server.
+func (r *remote) client() *client.Client { return client.New(r.server, nil) }
+
+// context is cancelled by SIGINT or SIGTERM.
+func (r *remote) context() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// print writes v as indented JSON with --json, else calls table with a
+// tab-aligned writer for people.
+func (r *remote) print(stdout io.Writer, v any, table func(w io.Writer)) error {
+	if r.json || table == nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors on
+// stderr and returns them instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rowq "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// needArgs checks the positional arguments left after the flags.
+func needArgs(fs *flag.FlagSet, n int, names string) error {
+	if fs.NArg() != n {
+		return fmt.Errorf("%s: want %s, got %d argument(s)", fs.Name(), names, fs.NArg())
+	}
+	return nil
+}
