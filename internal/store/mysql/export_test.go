@@ -7,3 +7,9 @@ const GrabSQL = grabSQL
 
 // DB returns the store's pool.
 func (s *Store) DB() *sql.DB { return s.db }
+
+// Listing SQL, for the EXPLAIN test.
+var (
+	JobsListSQL       = jobsListSQL
+	FailedJobsListSQL = failedJobsListSQL
+)

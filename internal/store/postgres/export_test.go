@@ -10,3 +10,9 @@ const (
 
 // Pool returns the store's connection pool.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
+
+// Listing SQL, for the EXPLAIN test.
+var (
+	JobsListSQL       = jobsListSQL
+	FailedJobsListSQL = failedJobsListSQL
+)

@@ -22,10 +22,7 @@ type NewStore func(t *testing.T) store.Store
 
 // Run runs every conformance test against the stores newStore opens.
 func Run(t *testing.T, newStore NewStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store)
-	}{
+	tests := []conformanceTest{
 		{"Migrate_Twice", testMigrateTwice},
 		{"Migrate_Concurrent", testMigrateConcurrent},
 		{"Now_IsUTCAndClose", testNow},
@@ -44,12 +41,19 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Nodes_LeadershipClaimAndTakeover", testLeadership},
 		{"Nodes_ConcurrentClaimOneLeader", testLeadershipConcurrent},
 	}
+	tests = append(tests, inspectTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, newStore(t))
 		})
 	}
+}
+
+// conformanceTest is one test of the suite.
+type conformanceTest struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -1,0 +1,91 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/mysql"
+)
+
+// TestInspect_ListingsWalkIndexesWithoutFilesort checks the plans of every
+// listing query: each walks its index in order and reads only the page, so
+// page 1,000 costs what page 1 costs.
+func TestInspect_ListingsWalkIndexesWithoutFilesort(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mysql.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ps := make([]*store.JobInsertParams, 500)
+		for k := range ps {
+			ps[k] = &store.JobInsertParams{Queue: fmt.Sprintf("q%d", i), Category: "c", URL: "http://w/", RunAfter: time.Duration(k%3-1) * time.Hour}
+		}
+		if _, err := s.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs, failed_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	check := func(name, query, key string, args ...any) {
+		t.Helper()
+		plan := queryMaps(t, s.DB(), "EXPLAIN "+query, args...)
+		if len(plan) != 1 {
+			t.Fatalf("%s: plan has %d rows, want 1: %v", name, len(plan), plan)
+		}
+		if got := plan[0]["key"]; got != key {
+			t.Errorf("%s: uses key %q, want %q (plan %v)", name, got, key, plan[0])
+		}
+		if got := plan[0]["Extra"]; strings.Contains(got, "filesort") {
+			t.Errorf("%s: sorts: Extra = %q", name, got)
+		}
+	}
+	for _, kind := range []string{store.JobsGrabbed, store.JobsWaiting, store.JobsDeferred} {
+		for _, desc := range []bool{false, true} {
+			for _, after := range []bool{false, true} {
+				args := []any{"q1", "waiting"}
+				if after {
+					args = append(args, now, now, 1000)
+				}
+				args = append(args, 100)
+				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), mysql.JobsListSQL(kind, desc, after), "jobs_fetch", args...)
+			}
+		}
+	}
+	for _, byCreated := range []bool{false, true} {
+		for _, desc := range []bool{false, true} {
+			for _, after := range []bool{false, true} {
+				args := []any{"q1"}
+				key := "failed_jobs_queue"
+				if byCreated {
+					key = "failed_jobs_created"
+				}
+				if after && byCreated {
+					args = append(args, now, now, 10)
+				} else if after {
+					args = append(args, 10)
+				}
+				args = append(args, 100)
+				check(fmt.Sprintf("failed byCreated=%v desc=%v after=%v", byCreated, desc, after), mysql.FailedJobsListSQL(byCreated, desc, after), key, args...)
+			}
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// jobsListSQL builds the listing query for a kind and direction. It walks
+// jobs_fetch (queue_name, state, next_try, id) in index order; the keyset
+// condition is a row comparison, which PostgreSQL uses as an index bound.
+// Arguments: $1 queue, $2 state, $3 limit, [$4 next_try, $5 id].
+func jobsListSQL(kind string, desc, after bool) string {
+	q := `/* rowq:inspect.jobs_list */ SELECT ` + jobCols + `
+	FROM jobs WHERE queue_name = $1 AND state = $2`
+	switch kind {
+	case store.JobsWaiting:
+		q += ` AND next_try <= now()`
+	case store.JobsDeferred:
+		q += ` AND next_try > now()`
+	}
+	cmp, dir := ">", ""
+	if desc {
+		cmp, dir = "<", " DESC"
+	}
+	if after {
+		q += ` AND (next_try, id) ` + cmp + ` ($4, $5)`
+	}
+	return q + ` ORDER BY next_try` + dir + `, id` + dir + ` LIMIT $3`
+}
+
+// JobsList returns a page of the queue's jobs of one kind.
+func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store.Job, error) {
+	state := store.StateWaiting
+	if p.Kind == store.JobsGrabbed {
+		state = store.StateGrabbed
+	}
+	args := []any{p.Queue, state, p.Limit}
+	if p.After != nil {
+		args = append(args, p.After.NextTry, p.After.ID)
+	}
+	jobs, err := queryRows(ctx, s, scanJob, jobsListSQL(p.Kind, p.Desc, p.After != nil), args...)
+	if err != nil {
+		return nil, wrap(err, "list %s jobs of queue %q", p.Kind, p.Queue)
+	}
+	return jobs, nil
+}
+
+// JobDelete removes one job of the queue and returns it, or
+// store.ErrNotFound.
+func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := queryRow(ctx, s, scanJob, `/* rowq:inspect.job_delete */
+		DELETE FROM jobs WHERE id = $1 AND queue_name = $2 RETURNING `+jobCols, id, queue)
+	if err != nil {
+		return nil, wrap(err, "delete job %d of queue %q", id, queue)
+	}
+	return j, nil
+}
+
+// failedJobsListSQL builds the failure log listing: by id on
+// failed_jobs_queue (queue_name, id), or by creation on failed_jobs_created
+// (queue_name, created_at, id). Arguments: $1 queue, $2 limit, [key…].
+func failedJobsListSQL(byCreated, desc, after bool) string {
+	cmp, dir := ">", ""
+	if desc {
+		cmp, dir = "<", " DESC"
+	}
+	q := `/* rowq:inspect.failed_list */ SELECT ` + failedJobCols + ` FROM failed_jobs WHERE queue_name = $1`
+	if !byCreated {
+		if after {
+			q += ` AND id ` + cmp + ` $3`
+		}
+		// queue_name leads the ORDER BY (it is fixed by the WHERE) so that
+		// the planner matches the index instead of filtering the primary key.
+		return q + ` ORDER BY queue_name` + dir + `, id` + dir + ` LIMIT $2`
+	}
+	if after {
+		q += ` AND (created_at, id) ` + cmp + ` ($3, $4)`
+	}
+	return q + ` ORDER BY queue_name` + dir + `, created_at` + dir + `, id` + dir + ` LIMIT $2`
+}
+
+// FailedJobsList returns a page of the queue's failure log.
+func (s *Store) FailedJobsList(ctx context.Context, p *store.FailedJobsListParams) ([]*store.FailedJob, error) {
+	args := []any{p.Queue, p.Limit}
+	if a := p.After; a != nil {
+		if p.ByCreated {
+			args = append(args, a.CreatedAt, a.ID)
+		} else {
+			args = append(args, a.ID)
+		}
+	}
+	out, err := queryRows(ctx, s, scanFailedJob, failedJobsListSQL(p.ByCreated, p.Desc, p.After != nil), args...)
+	if err != nil {
+		return nil, wrap(err, "list failed jobs of queue %q", p.Queue)
+	}
+	return out, nil
+}
+
+// FailedJobDelete removes one failure log entry and returns it, or
+// store.ErrNotFound.
+func (s *Store) FailedJobDelete(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
+	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:inspect.failed_delete */
+		DELETE FROM failed_jobs WHERE id = $1 AND queue_name = $2 RETURNING `+failedJobCols, id, queue)
+	if err != nil {
+		return nil, wrap(err, "delete failed job %d of queue %q", id, queue)
+	}
+	return f, nil
+}

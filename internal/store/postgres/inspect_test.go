@@ -1,0 +1,109 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/postgres"
+)
+
+// TestInspect_ListingsWalkIndexesWithoutSort checks the plans of every
+// listing query: each walks its index in order and stops at the page, so
+// page 1,000 costs what page 1 costs.
+func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	for _, q := range []string{"q", "other"} {
+		ps := make([]*store.JobInsertParams, 5000)
+		for i := range ps {
+			ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
+				RunAfter: time.Duration(i%3) * time.Hour}
+		}
+		if _, err := s.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// A failure log of a few queues, spread in time; q1 holds half of it.
+	if _, err := conn.Exec(ctx, `INSERT INTO failed_jobs
+		(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
+		SELECT i, 'q' || LEAST(i % 4, 1), 'c', 'http://w/', NULL, 'failure', 500, 'x', 1, now(), now() - i * interval '1 second'
+		FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	// check fails unless the plan walks one of the indexes (alternatives
+	// separated by |) in order, with no sort.
+	check := func(name, query, indexes string, args ...any) {
+		t.Helper()
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan strings.Builder
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan.WriteString(line + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := plan.String()
+			walks := false
+			for _, index := range strings.Split(indexes, "|") {
+				walks = walks || strings.Contains(p, "Index Scan using "+index) || strings.Contains(p, "Index Scan Backward using "+index)
+			}
+			if !walks || strings.Contains(p, "Sort") {
+				t.Errorf("%s (%s): plan does not walk %s without a sort:\n%s", name, mode, indexes, p)
+			}
+		}
+	}
+	for _, kind := range []string{store.JobsGrabbed, store.JobsWaiting, store.JobsDeferred} {
+		for _, desc := range []bool{false, true} {
+			for _, after := range []bool{false, true} {
+				args := []any{"q", "waiting", 100}
+				if after {
+					args = append(args, now, 1000)
+				}
+				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), postgres.JobsListSQL(kind, desc, after), "jobs_fetch", args...)
+			}
+		}
+	}
+	for _, byCreated := range []bool{false, true} {
+		for _, desc := range []bool{false, true} {
+			for _, after := range []bool{false, true} {
+				args := []any{"q1", 100}
+				// By id, PostgreSQL may as well walk the primary key and
+				// filter by queue when the queue is a large share of the log.
+				index := "failed_jobs_queue|failed_jobs_pkey"
+				if byCreated {
+					index = "failed_jobs_created"
+				}
+				if after && byCreated {
+					args = append(args, now, 10)
+				} else if after {
+					args = append(args, 10)
+				}
+				check(fmt.Sprintf("failed byCreated=%v desc=%v after=%v", byCreated, desc, after), postgres.FailedJobsListSQL(byCreated, desc, after), index, args...)
+			}
+		}
+	}
+}

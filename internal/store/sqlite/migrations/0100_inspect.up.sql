@@ -1,0 +1,2 @@
+-- GET /queue/{q}/failed?order=created walks this index (id is the rowid).
+CREATE INDEX failed_jobs_created ON failed_jobs (queue_name, created_at);
