@@ -47,10 +47,11 @@ type Config struct {
 
 // API is the HTTP API. Close it to flush pending enqueues.
 type API struct {
-	cfg    Config
-	log    *slog.Logger
-	mux    *http.ServeMux
-	insert *batch.Batcher[*store.JobInsertParams, inserted]
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	insert   *batch.Batcher[*store.JobInsertParams, inserted]
+	patterns []string // route patterns, in registration order
 }
 
 // New builds the API.
@@ -85,6 +86,15 @@ func (a *API) routes() {
 	a.handle("PUT /routing/{category}", a.putRouting)
 	a.handle("DELETE /routing/{category}", a.deleteRouting)
 
+	a.handle("GET /queue/{name}/grabbed", a.listJobs(store.JobsGrabbed))
+	a.handle("GET /queue/{name}/waiting", a.listJobs(store.JobsWaiting))
+	a.handle("GET /queue/{name}/deferred", a.listJobs(store.JobsDeferred))
+	a.handle("GET /queue/{name}/job/{id}", a.getJob)
+	a.handle("DELETE /queue/{name}/job/{id}", a.deleteJob)
+	a.handle("GET /queue/{name}/failed", a.listFailed)
+	a.handle("GET /queue/{name}/failed/{id}", a.getFailed)
+	a.handle("DELETE /queue/{name}/failed/{id}", a.deleteFailed)
+
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", a.health)
@@ -112,7 +122,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handlerFunc returns the value to answer with, or an error.
 type handlerFunc func(r *http.Request) (any, error)
 
+// Routes returns the patterns of every route the API serves, such as
+// "GET /queue/{name}", in registration order.
+func (a *API) Routes() []string { return append([]string(nil), a.patterns...) }
+
 func (a *API) handle(pattern string, h handlerFunc) {
+	a.patterns = append(a.patterns, pattern)
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
 		v, err := h(r)

@@ -1,0 +1,335 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Paging limits of the listings.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// jobJSON is the Fireworq job object of the inspection endpoints.
+type jobJSON struct {
+	ID         int64           `json:"id"`
+	QueueName  string          `json:"queue_name"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Status     string          `json:"status"` // "claimed" (waiting or deferred) or "grabbed"
+	CreatedAt  time.Time       `json:"created_at"`
+	NextTry    time.Time       `json:"next_try"`
+	Timeout    int             `json:"timeout"`
+	FailCount  int             `json:"fail_count"`
+	MaxRetries int             `json:"max_retries"`
+	RetryDelay int             `json:"retry_delay"`
+	// GrabbedBy and GrabbedUntil are rowq's: which node holds the job, and
+	// until when, unless a delivery extends it.
+	GrabbedBy    string     `json:"grabbed_by,omitempty"`
+	GrabbedUntil *time.Time `json:"grabbed_until,omitempty"`
+}
+
+func toJobJSON(j *store.Job) *jobJSON {
+	status := "claimed"
+	if j.State == store.StateGrabbed {
+		status = "grabbed"
+	}
+	return &jobJSON{
+		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
+		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
+		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
+	}
+}
+
+// failedJSON is the Fireworq failure log entry.
+type failedJSON struct {
+	ID        int64           `json:"id"`
+	JobID     int64           `json:"job_id"`
+	QueueName string          `json:"queue_name"`
+	Category  string          `json:"category"`
+	URL       string          `json:"url"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Result    resultJSON      `json:"result"`
+	FailCount int             `json:"fail_count"`
+	FailedAt  time.Time       `json:"failed_at"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// resultJSON is the worker's last answer.
+type resultJSON struct {
+	Status  string `json:"status"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func toFailedJSON(f *store.FailedJob) *failedJSON {
+	return &failedJSON{
+		ID: f.ID, JobID: f.JobID, QueueName: f.Queue, Category: f.Category, URL: f.URL, Payload: f.Payload,
+		Result:    resultJSON{Status: f.Status, Code: f.Code, Message: f.Message},
+		FailCount: f.FailCount, FailedAt: f.FailedAt, CreatedAt: f.CreatedAt,
+	}
+}
+
+type jobsPage struct {
+	Jobs       []*jobJSON `json:"jobs"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+type failedPage struct {
+	FailedJobs []*failedJSON `json:"failed_jobs"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// Cursors are opaque to clients: base64url of a tagged sort key, so that a
+// cursor of one listing is refused by another.
+const (
+	cursorJob     = "j"  // next_try (µs since the epoch), id
+	cursorFailed  = "f"  // id
+	cursorCreated = "fc" // created_at (µs), id
+)
+
+func encodeCursor(tag string, keys ...int64) string {
+	parts := []string{tag}
+	for _, k := range keys {
+		parts = append(parts, strconv.FormatInt(k, 10))
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ":")))
+}
+
+// decodeCursor returns the n keys of a cursor of the tag.
+func decodeCursor(s, tag string, n int) ([]int64, error) {
+	bad := errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	parts := strings.Split(string(raw), ":")
+	if len(parts) != n+1 || parts[0] != tag {
+		return nil, bad
+	}
+	keys := make([]int64, n)
+	for i, p := range parts[1:] {
+		if keys[i], err = strconv.ParseInt(p, 10, 64); err != nil {
+			return nil, bad
+		}
+	}
+	return keys, nil
+}
+
+// pageQuery is the common part of a listing's query string.
+type pageQuery struct {
+	limit  int
+	cursor string
+	order  string
+}
+
+// parsePageQuery reads limit, cursor and order; order must be one of
+// orders, the first being the default. Unknown parameters are ignored, as
+// Fireworq does.
+func parsePageQuery(r *http.Request, orders ...string) (*pageQuery, error) {
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, err
+	}
+	p := &pageQuery{limit: defaultPageSize, cursor: q.Get("cursor"), order: orders[0]}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageSize {
+			return nil, errorf(http.StatusBadRequest, "limit: must be an integer 1..%d, got %q", maxPageSize, v)
+		}
+		p.limit = n
+	}
+	if v := q.Get("order"); v != "" {
+		ok := false
+		for _, o := range orders {
+			ok = ok || v == o
+		}
+		if !ok {
+			return nil, errorf(http.StatusBadRequest, "order: must be one of %s, got %q", strings.Join(orders, ", "), v)
+		}
+		p.order = v
+	}
+	return p, nil
+}
+
+// parseQuery parses a query string like url.ParseQuery, but refuses a
+// parameter it cannot decode (url.Values drops it silently) with an error
+// naming the parameter.
+func parseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err == nil {
+		return q, nil
+	}
+	for _, pair := range strings.Split(raw, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err != nil {
+			return nil, errorf(http.StatusBadRequest, "query: parameter name %q is not URL-encoded correctly", key)
+		} else if _, err := url.QueryUnescape(value); err != nil {
+			return nil, errorf(http.StatusBadRequest, "%s: value is not URL-encoded correctly, got %q", k, value)
+		}
+	}
+	return nil, errorf(http.StatusBadRequest, "query: %v", err)
+}
+
+// existingQueue validates the queue name of the path and checks that the
+// queue exists.
+func (a *API) existingQueue(ctx context.Context, r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return "", err
+	}
+	if _, err := a.cfg.Store.QueueGet(ctx, name); err != nil {
+		return "", notFound(err, "queue %q does not exist", name)
+	}
+	return name, nil
+}
+
+// listJobs answers GET /queue/{name}/grabbed|waiting|deferred.
+func (a *API) listJobs(kind string) handlerFunc {
+	return func(r *http.Request) (any, error) {
+		pq, err := parsePageQuery(r, "desc", "asc")
+		if err != nil {
+			return nil, err
+		}
+		p := &store.JobsListParams{Kind: kind, Desc: pq.order == "desc", Limit: pq.limit + 1}
+		if pq.cursor != "" {
+			k, err := decodeCursor(pq.cursor, cursorJob, 2)
+			if err != nil {
+				return nil, err
+			}
+			p.After = &store.JobKey{NextTry: time.UnixMicro(k[0]).UTC(), ID: k[1]}
+		}
+		if p.Queue, err = a.existingQueue(r.Context(), r); err != nil {
+			return nil, err
+		}
+		jobs, err := a.cfg.Store.JobsList(r.Context(), p)
+		if err != nil {
+			return nil, err
+		}
+		page := &jobsPage{Jobs: make([]*jobJSON, 0, len(jobs))}
+		if len(jobs) > pq.limit {
+			jobs = jobs[:pq.limit]
+			last := jobs[len(jobs)-1]
+			page.NextCursor = encodeCursor(cursorJob, last.NextTry.UnixMicro(), last.ID)
+		}
+		for _, j := range jobs {
+			page.Jobs = append(page.Jobs, toJobJSON(j))
+		}
+		return page, nil
+	}
+}
+
+// pathID reads the positive integer id of the path.
+func pathID(r *http.Request) (int64, error) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, errorf(http.StatusBadRequest, "id: must be a positive integer, got %q", v)
+	}
+	return id, nil
+}
+
+func (a *API) getJob(r *http.Request) (any, error) {
+	return a.oneJob(r, a.cfg.Store.JobGet)
+}
+
+func (a *API) deleteJob(r *http.Request) (any, error) {
+	return a.oneJob(r, a.cfg.Store.JobDelete)
+}
+
+func (a *API) oneJob(r *http.Request, op func(context.Context, string, int64) (*store.Job, error)) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := a.existingQueue(r.Context(), r)
+	if err != nil {
+		return nil, err
+	}
+	j, err := op(r.Context(), queue, id)
+	if err != nil {
+		return nil, notFound(err, "queue %q has no job %d", queue, id)
+	}
+	return toJobJSON(j), nil
+}
+
+// listFailed answers GET /queue/{name}/failed: newest first, by failure
+// (order=failed, the default) or by the job's creation (order=created).
+func (a *API) listFailed(r *http.Request) (any, error) {
+	pq, err := parsePageQuery(r, "failed", "created")
+	if err != nil {
+		return nil, err
+	}
+	p := &store.FailedJobsListParams{ByCreated: pq.order == "created", Desc: true, Limit: pq.limit + 1}
+	if pq.cursor != "" {
+		if p.ByCreated {
+			k, err := decodeCursor(pq.cursor, cursorCreated, 2)
+			if err != nil {
+				return nil, err
+			}
+			p.After = &store.FailedKey{CreatedAt: time.UnixMicro(k[0]).UTC(), ID: k[1]}
+		} else {
+			k, err := decodeCursor(pq.cursor, cursorFailed, 1)
+			if err != nil {
+				return nil, err
+			}
+			p.After = &store.FailedKey{ID: k[0]}
+		}
+	}
+	if p.Queue, err = a.existingQueue(r.Context(), r); err != nil {
+		return nil, err
+	}
+	fs, err := a.cfg.Store.FailedJobsList(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	page := &failedPage{FailedJobs: make([]*failedJSON, 0, len(fs))}
+	if len(fs) > pq.limit {
+		fs = fs[:pq.limit]
+		last := fs[len(fs)-1]
+		if p.ByCreated {
+			page.NextCursor = encodeCursor(cursorCreated, last.CreatedAt.UnixMicro(), last.ID)
+		} else {
+			page.NextCursor = encodeCursor(cursorFailed, last.ID)
+		}
+	}
+	for _, f := range fs {
+		page.FailedJobs = append(page.FailedJobs, toFailedJSON(f))
+	}
+	return page, nil
+}
+
+func (a *API) getFailed(r *http.Request) (any, error) {
+	return a.oneFailed(r, a.cfg.Store.FailedJobGet)
+}
+
+func (a *API) deleteFailed(r *http.Request) (any, error) {
+	return a.oneFailed(r, a.cfg.Store.FailedJobDelete)
+}
+
+func (a *API) oneFailed(r *http.Request, op func(context.Context, string, int64) (*store.FailedJob, error)) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := a.existingQueue(r.Context(), r)
+	if err != nil {
+		return nil, err
+	}
+	f, err := op(r.Context(), queue, id)
+	if err != nil {
+		return nil, notFound(err, "queue %q has no failed job %d", queue, id)
+	}
+	return toFailedJSON(f), nil
+}
+
