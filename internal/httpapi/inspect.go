@@ -332,4 +332,3 @@ func (a *API) oneFailed(r *http.Request, op func(context.Context, string, int64)
 	}
 	return toFailedJSON(f), nil
 }
-
