@@ -50,6 +50,7 @@ type Store interface {
 	Close() error
 
 	Inspector
+	StatsKeeper
 
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.

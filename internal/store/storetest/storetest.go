@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Nodes_ConcurrentClaimOneLeader", testLeadershipConcurrent},
 	}
 	tests = append(tests, inspectTests...)
+	tests = append(tests, statsTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,149 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// statsConflictSQL adds counters and sets gauges of an existing row.
+const statsConflictSQL = ` ON CONFLICT (queue_name, node_id) DO UPDATE SET
+	pushes = queue_stats.pushes + excluded.pushes, pops = queue_stats.pops + excluded.pops,
+	successes = queue_stats.successes + excluded.successes, failures = queue_stats.failures + excluded.failures,
+	permanent_failures = queue_stats.permanent_failures + excluded.permanent_failures,
+	completes = queue_stats.completes + excluded.completes, elapsed_ms = queue_stats.elapsed_ms + excluded.elapsed_ms,
+	busy_workers = excluded.busy_workers, pushes_per_second = excluded.pushes_per_second,
+	pops_per_second = excluded.pops_per_second, updated_at = excluded.updated_at`
+
+const statsCols = `queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms,
+	busy_workers, pushes_per_second, pops_per_second, updated_at`
+
+// StatsAdd adds the node's deltas to its rows in one statement, in queue
+// order.
+func (s *Store) StatsAdd(ctx context.Context, p *store.StatsAddParams) error {
+	if len(p.Deltas) == 0 {
+		return nil
+	}
+	ds := slices.SortedFunc(slices.Values(p.Deltas), func(a, b *store.StatsDelta) int { return strings.Compare(a.Queue, b.Queue) })
+	rows := make([]string, len(ds))
+	args := make([]any, 0, 12*len(ds))
+	for i, d := range ds {
+		b := len(args)
+		ph := make([]string, 12)
+		for k := range ph {
+			ph[k] = fmt.Sprintf("$%d", b+k+1)
+		}
+		rows[i] = "(" + strings.Join(ph, ", ") + ", now())"
+		args = append(args, d.Queue, p.Node, d.Pushes, d.Pops, d.Successes, d.Failures, d.PermanentFailures,
+			d.Completes, d.ElapsedMs, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond)
+	}
+	_, err := s.exec(ctx, `/* rowq:stats.add */ INSERT INTO queue_stats (`+statsCols+`) VALUES `+strings.Join(rows, ", ")+statsConflictSQL, args...)
+	if err != nil {
+		return wrap(err, "add stats of node %q", p.Node)
+	}
+	return nil
+}
+
+// StatsGet reads the queues, the sums of their stats rows and their job
+// counts (an index count on jobs_fetch) with three statements.
+func (s *Store) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
+	out, err := s.statsGet(ctx, p)
+	if err != nil {
+		return nil, wrap(err, "get stats")
+	}
+	return out, nil
+}
+
+func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
+	// $1 is the queue, '' for all.
+	qs, err := queryRows(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
+		var q store.QueueStats
+		return &q, row.Scan(&q.Queue, &q.MaxWorkers, &q.Active)
+	}, `/* rowq:stats.get */ SELECT q.name, q.max_workers,
+		EXISTS (SELECT 1 FROM nodes n WHERE n.id = q.leader AND n.expires_at > now())
+		FROM queues q WHERE $1 = '' OR q.name = $1`, p.Queue)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*store.QueueStats, len(qs))
+	for _, q := range qs {
+		out[q.Queue] = q
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	sums, err := queryRows(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
+		var q store.QueueStats
+		return &q, row.Scan(&q.Queue, &q.Pushes, &q.Pops, &q.Successes, &q.Failures, &q.PermanentFailures, &q.Completes, &q.ElapsedMs,
+			&q.BusyWorkers, &q.PushesPerSecond, &q.PopsPerSecond)
+	}, `/* rowq:stats.get */ SELECT queue_name,
+		SUM(pushes)::bigint, SUM(pops)::bigint, SUM(successes)::bigint, SUM(failures)::bigint,
+		SUM(permanent_failures)::bigint, SUM(completes)::bigint, SUM(elapsed_ms)::bigint,
+		COALESCE(SUM(busy_workers) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)::integer,
+		COALESCE(SUM(pushes_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0),
+		COALESCE(SUM(pops_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)
+		FROM queue_stats WHERE $1 = '' OR queue_name = $1 GROUP BY queue_name`, p.Queue, p.Fresh.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	for _, sum := range sums {
+		if q := out[sum.Queue]; q != nil {
+			q.StatsCounters, q.BusyWorkers, q.PushesPerSecond, q.PopsPerSecond = sum.StatsCounters, sum.BusyWorkers, sum.PushesPerSecond, sum.PopsPerSecond
+		}
+	}
+	// Two statements, so that counting one queue walks only its part of
+	// jobs_fetch.
+	countSQL := `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs GROUP BY queue_name`
+	args := []any{}
+	if p.Queue != "" {
+		countSQL = `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs WHERE queue_name = $1 GROUP BY queue_name`
+		args = append(args, p.Queue)
+	}
+	type count struct {
+		queue string
+		n     int64
+	}
+	counts, err := queryRows(ctx, s, func(row pgx.CollectableRow) (count, error) {
+		var c count
+		return c, row.Scan(&c.queue, &c.n)
+	}, countSQL, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counts {
+		if q := out[c.queue]; q != nil {
+			q.Outstanding = c.n
+		}
+	}
+	return out, nil
+}
+
+// StatsFold folds up to 1000 rows of vanished nodes into the node-less
+// rows with one statement: delete them, sum them per queue, upsert.
+func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64, error) {
+	n, err := queryRow(ctx, s, pgx.RowTo[int64], `/* rowq:stats.fold */
+		WITH gone AS (
+			DELETE FROM queue_stats WHERE (queue_name, node_id) IN (
+				SELECT queue_name, node_id FROM queue_stats
+				WHERE node_id <> '' AND updated_at < now() - make_interval(secs => $1)
+				  AND node_id NOT IN (SELECT id FROM nodes)
+				ORDER BY queue_name, node_id LIMIT 1000 FOR UPDATE)
+			RETURNING *
+		), folded AS (
+			INSERT INTO queue_stats (`+statsCols+`)
+			SELECT queue_name, '', SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures),
+				SUM(completes), SUM(elapsed_ms), 0, 0, 0, now()
+			FROM gone GROUP BY queue_name
+			ORDER BY queue_name`+statsConflictSQL+`
+		)
+		SELECT COUNT(*) FROM gone`, p.OlderThan.Seconds())
+	if err != nil {
+		return 0, wrap(err, "fold stats of vanished nodes")
+	}
+	return n, nil
+}
