@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	RescueInterval time.Duration
 	// BatchSize bounds the jobs taken by one grab (100).
 	BatchSize int
+	// Stats counts grabs, deliveries and busy workers; nil counts nothing.
+	Stats *stats.Recorder
 }
 
 func (c *Config) setDefaults() {

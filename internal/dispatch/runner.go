@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -180,7 +181,9 @@ func (r *runner) drain(lastExtend time.Time) {
 func (r *runner) grab(n int) ([]*store.Job, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
+	jobs, err := r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
+	r.d.cfg.Stats.Popped(r.name, len(jobs))
+	return jobs, err
 }
 
 func (r *runner) rescue() {
@@ -206,8 +209,10 @@ func (r *runner) extend() {
 func (r *runner) start(jobs []*store.Job) {
 	for _, j := range jobs {
 		r.inflight.Add(1)
+		r.d.cfg.Stats.Busy(r.name, 1)
 		r.wg.Go(func() {
 			defer func() {
+				r.d.cfg.Stats.Busy(r.name, -1)
 				r.inflight.Add(-1)
 				select {
 				case r.freed <- struct{}{}:
@@ -224,19 +229,24 @@ func (r *runner) start(jobs []*store.Job) {
 // moves it to the failure log.
 func (r *runner) process(j *store.Job) {
 	d := r.d
+	began := time.Now()
 	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
+	elapsed := time.Since(began)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again
 	}
 	log := r.log.With("job_id", j.ID)
 	var err error
+	outcome := stats.PermanentFailure
 	switch {
 	case res.Status == StatusSuccess:
+		outcome = stats.Success
 		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error {
 			_, err := d.complete.Do(ctx, j.ID)
 			return err
 		})
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
+		outcome = stats.Failure
 		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
 		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
 			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: time.Duration(j.RetryDelay) * time.Second})
@@ -247,6 +257,11 @@ func (r *runner) process(j *store.Job) {
 			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message})
 			return err
 		})
+	}
+	if err == nil {
+		// Counted once recorded: a delivery whose outcome was lost is
+		// delivered, and counted, again.
+		d.cfg.Stats.Delivered(r.name, outcome, elapsed)
 	}
 	if err != nil && d.deliverCtx.Err() == nil {
 		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)

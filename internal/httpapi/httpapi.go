@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -43,6 +44,8 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
+	// Stats counts accepted jobs; nil counts nothing.
+	Stats *stats.Recorder
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -94,6 +97,9 @@ func (a *API) routes() {
 	a.handle("GET /queue/{name}/failed", a.listFailed)
 	a.handle("GET /queue/{name}/failed/{id}", a.getFailed)
 	a.handle("DELETE /queue/{name}/failed/{id}", a.deleteFailed)
+
+	a.handle("GET /queue/{name}/stats", a.queueStats)
+	a.handle("GET /queues/stats", a.allQueueStats)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })

@@ -99,6 +99,7 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("enqueue job: %w", err)
 	}
 	id := res.id
+	a.cfg.Stats.Pushed(queue, 1)
 	if p.RunAfter == 0 && a.cfg.Waker != nil {
 		a.cfg.Waker.Wake(queue)
 	}

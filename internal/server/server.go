@@ -20,6 +20,7 @@ import (
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	store store.Store
 	api   *httpapi.API
 	disp  *dispatch.Dispatcher
+	stats *stats.Recorder
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
@@ -112,6 +114,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if host == "" {
 		host = ln.Addr().String()
 	}
+	s.stats = stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
+	s.stats.Start()
 	s.disp = dispatch.New(dispatch.Config{
 		Store:           s.store,
 		Logger:          s.log,
@@ -123,6 +127,7 @@ func (s *Server) Start(ctx context.Context) error {
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
+		Stats:           s.stats,
 	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
@@ -133,6 +138,7 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
+		Stats:         s.stats,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
@@ -188,6 +194,12 @@ func (s *Server) stop(hard <-chan struct{}) error {
 	}
 	if s.disp != nil {
 		s.disp.Stop(ctx)
+	}
+	if s.stats != nil {
+		// The last counts, with a budget of their own: ctx may be spent.
+		bg, cancelStats := context.WithTimeout(context.Background(), 5*time.Second)
+		s.stats.Stop(bg)
+		cancelStats()
 	}
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err)

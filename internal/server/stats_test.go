@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+// TestServer_StatsAcrossNodesAndRestarts pushes jobs through two nodes of
+// one database and checks that either node reports the same counters, and
+// that they survive a restart of every node.
+func TestServer_StatsAcrossNodesAndRestarts(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
+			switch {
+			case body == "perm":
+				return 200, `{"status":"permanent-failure"}`, 0
+			case body == "retry" && attempt == 1:
+				return 500, `{"status":"failure"}`, 0
+			}
+			return 200, `{"status":"success"}`, 10 * time.Millisecond
+		})
+		db := dbtest.URL(t, dialect)
+		a := startNode(t, db, nil)
+		b := startNode(t, db, nil)
+		setupQueue(t, a, "q", "cat", map[string]any{"max_workers": 7})
+		if code, out := call(t, b, "GET", "/queue/nope/stats", nil); code != http.StatusNotFound {
+			t.Errorf("stats of a missing queue: %d %v", code, out)
+		}
+		for i := range 10 {
+			push(t, a, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("a%d", i)})
+			push(t, b, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("b%d", i)})
+		}
+		push(t, b, "cat", map[string]any{"url": w.URL, "payload": "perm", "max_retries": 3})
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "retry", "max_retries": 1})
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "later", "run_after": 3600})
+		push(t, b, "cat", map[string]any{"url": w.URL, "payload": "later", "run_after": 3600})
+
+		want := map[string]float64{
+			"total_pushes": 24, "total_pops": 23, "total_successes": 21, "total_failures": 2,
+			"total_permanent_failures": 1, "total_completes": 22, "outstanding_jobs": 2,
+			"active_nodes": 1, "total_workers": 7, "idle_workers": 7,
+		}
+		matches := func(got map[string]any) error {
+			for k, v := range want {
+				if got[k] != v {
+					return fmt.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+				}
+			}
+			return nil
+		}
+		var last error
+		testworker.WaitFor(t, 30*time.Second, "stats on both nodes", func() bool {
+			last = matches(mustCall(t, a, "GET", "/queue/q/stats", nil))
+			if last == nil {
+				all := mustCall(t, b, "GET", "/queues/stats", nil)
+				q, _ := all["q"].(map[string]any)
+				last = matches(q)
+			}
+			return last == nil
+		})
+		got := mustCall(t, b, "GET", "/queue/q/stats", nil)
+		if got["total_elapsed"].(float64) < 200 { // 21 deliveries of >= 10 ms
+			t.Errorf("total_elapsed = %v ms, want at least 200", got["total_elapsed"])
+		}
+		if got["pushes_per_second"].(float64) <= 0 || got["pops_per_second"].(float64) <= 0 {
+			t.Errorf("rates right after the pushes: %v", got)
+		}
+
+		// Every node stops; a new one reports the same counters.
+		for _, s := range []interface{ Stop(<-chan struct{}) error }{a, b} {
+			if err := s.Stop(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := startNode(t, db, nil)
+		want["active_nodes"], want["idle_workers"] = 1, 7
+		testworker.WaitFor(t, 30*time.Second, "stats after a restart", func() bool {
+			last = matches(mustCall(t, c, "GET", "/queue/q/stats", nil))
+			return last == nil
+		})
+		if last != nil {
+			t.Error(last)
+		}
+	})
+}
