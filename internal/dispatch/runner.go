@@ -26,6 +26,7 @@ type runner struct {
 	done     chan struct{} // run has returned: no delivery left
 	wg       sync.WaitGroup
 	failing  atomic.Bool // the last store call failed: log the next failure quietly
+	bucket   *bucket     // max_dispatches_per_second; used by run only
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -111,20 +112,32 @@ func (r *runner) run() {
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
 		if free > 0 {
 			n := min(int(free), cfg.BatchSize)
-			jobs, err := r.grab(n)
-			switch {
-			case err != nil:
-				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-				r.storeErr("grab jobs", err)
-			case len(jobs) == n:
-				backoff = 0
-				r.storeOK()
-				r.start(jobs)
-				continue // more may be due
-			default:
-				backoff = 0
-				r.storeOK()
-				r.start(jobs)
+			tb := r.throttle(q, now)
+			if tb != nil {
+				n = min(n, tb.available(now))
+			}
+			if n == 0 {
+				// Throttled: wait for the next token (or the poll).
+				wait = min(wait, tb.untilNext(now))
+			} else {
+				jobs, err := r.grab(n)
+				if tb != nil {
+					tb.take(len(jobs))
+				}
+				switch {
+				case err != nil:
+					backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+					r.storeErr("grab jobs", err)
+				case len(jobs) == n:
+					backoff = 0
+					r.storeOK()
+					r.start(jobs)
+					continue // more may be due
+				default:
+					backoff = 0
+					r.storeOK()
+					r.start(jobs)
+				}
 			}
 		}
 		if backoff > 0 {
