@@ -1,0 +1,275 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/rowq/rowq/internal/config"
+	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+const openAPIFile = "../../docs/openapi.yaml"
+
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+	if err != nil {
+		t.Fatalf("load %s: %v", openAPIFile, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not valid OpenAPI: %v", openAPIFile, err)
+	}
+	return doc
+}
+
+// documentedOperations returns "METHOD /path" for every operation of doc.
+func documentedOperations(doc *openapi3.T) []string {
+	var ops []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			ops = append(ops, method+" "+path)
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// TestOpenAPI_DocumentsEveryRoute checks that every route httpapi registers
+// is in docs/openapi.yaml and that the file documents no other.
+func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	api := httpapi.New(httpapi.Config{})
+	defer api.Close()
+	routes := api.Routes()
+	documented := documentedOperations(doc)
+	for _, r := range routes {
+		if !slices.Contains(documented, r) {
+			t.Errorf("route %q is served but not documented in docs/openapi.yaml: add its path and schemas", r)
+		}
+	}
+	for _, d := range documented {
+		if !slices.Contains(routes, d) {
+			t.Errorf("docs/openapi.yaml documents %q, which the API does not serve", d)
+		}
+	}
+}
+
+// contract sends requests to a node and checks each answer (and each
+// request expected to succeed) against docs/openapi.yaml.
+type contract struct {
+	t      *testing.T
+	node   *server.Server
+	router routers.Router
+	mu     sync.Mutex
+	ok     map[string]bool // operations seen answering 2xx
+}
+
+// call sends the request, checks that the status is want and that the
+// answer matches the operation's documented answer for that status, and
+// returns the body.
+func (c *contract) call(method, path, body string, want int) []byte {
+	t := c.t
+	t.Helper()
+	url := "http://" + c.node.Addr() + path
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	got, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, res.StatusCode, want, got)
+	}
+
+	vreq, _ := http.NewRequest(method, url, strings.NewReader(body))
+	vreq.Header = req.Header.Clone()
+	route, params, err := c.router.FindRoute(vreq)
+	if err != nil {
+		t.Fatalf("%s %s: no operation in docs/openapi.yaml: %v", method, path, err)
+	}
+	ctx := context.Background()
+	in := &openapi3filter.RequestValidationInput{
+		Request: vreq, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if want < 300 {
+		// Only requests meant to succeed must match the documented request.
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			t.Errorf("%s %s: request does not match docs/openapi.yaml: %v", method, path, err)
+		}
+		c.mu.Lock()
+		c.ok[route.Method+" "+route.Path] = true
+		c.mu.Unlock()
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
+		Body: io.NopCloser(bytes.NewReader(got)), Options: in.Options,
+	}
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		t.Errorf("%s %s: %d answer does not match docs/openapi.yaml: %v\nbody: %s", method, path, res.StatusCode, err, got)
+	}
+	return got
+}
+
+// TestOpenAPI_RealAnswersMatch calls every endpoint on a running node of
+// each dialect, with good and bad input, and validates every answer
+// against docs/openapi.yaml.
+func TestOpenAPI_RealAnswersMatch(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		doc := loadOpenAPI(t)
+		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
+			switch body {
+			case "fail":
+				return 500, `{"status":"permanent-failure","message":"no"}`, 0
+			case "slow":
+				return 200, `{"status":"success"}`, 4 * time.Second
+			}
+			return 200, `{"status":"success"}`, 0
+		})
+		node := startNode(t, dbtest.URL(t, dialect), func(cfg *config.Config) { cfg.MaxBodyBytes = 1 << 12 })
+		doc.Servers = openapi3.Servers{{URL: "http://" + node.Addr()}}
+		router, err := legacy.NewRouter(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &contract{t: t, node: node, router: router, ok: map[string]bool{}}
+		jobBody := func(payload string, extra string) string {
+			return fmt.Sprintf(`{"url":%q,"payload":%q%s}`, w.URL, payload, extra)
+		}
+
+		c.call("GET", "/healthz", "", 200)
+		c.call("GET", "/version", "", 200)
+		c.call("GET", "/settings", "", 200)
+
+		c.call("PUT", "/queue/q", `{"max_workers":5,"polling_interval":100,"max_dispatches_per_second":100,"max_burst_size":10}`, 200)
+		c.call("PUT", "/queue/q2", "", 200)
+		// At most one dispatch per 1000 s: after the first job, the rest wait.
+		c.call("PUT", "/queue/slowq", `{"max_dispatches_per_second":0.001,"max_burst_size":1}`, 200)
+		c.call("GET", "/queues", "", 200)
+		c.call("GET", "/queue/q", "", 200)
+		c.call("PUT", "/routing/c", `{"queue_name":"q"}`, 200)
+		c.call("PUT", "/routing/s", `{"queue_name":"slowq"}`, 200)
+		c.call("PUT", "/routing/gone", `{"queue_name":"q2"}`, 200)
+		c.call("GET", "/routings", "", 200)
+		c.call("GET", "/routing/c", "", 200)
+
+		c.call("POST", "/job/c", jobBody("slow", `,"timeout":30`), 200)
+		c.call("POST", "/job/c", jobBody("fail", `,"max_retries":3,"retry_delay":1`), 200)
+		var deferred struct{ ID int64 }
+		json.Unmarshal(c.call("POST", "/job/c", jobBody("later", `,"run_after":3600`), 200), &deferred)
+		c.call("POST", "/job/s", jobBody("first", ""), 200)
+		c.call("POST", "/job/s", `{"url":"`+w.URL+`","payload":{"n":[1,2]}}`, 200)
+		c.call("POST", "/job/s", `{"url":"`+w.URL+`"}`, 200)
+
+		var page struct {
+			Jobs       []json.RawMessage    `json:"jobs"`
+			FailedJobs []struct{ ID int64 } `json:"failed_jobs"`
+		}
+		testworker.WaitFor(t, 30*time.Second, "a grabbed job", func() bool {
+			json.Unmarshal(c.call("GET", "/queue/q/grabbed", "", 200), &page)
+			return len(page.Jobs) > 0
+		})
+		testworker.WaitFor(t, 30*time.Second, "a failure log entry", func() bool {
+			json.Unmarshal(c.call("GET", "/queue/q/failed?order=created&limit=5", "", 200), &page)
+			return len(page.FailedJobs) > 0
+		})
+		testworker.WaitFor(t, 30*time.Second, "waiting jobs held back by the throttle", func() bool {
+			json.Unmarshal(c.call("GET", "/queue/slowq/waiting?limit=1&order=asc", "", 200), &page)
+			return len(page.Jobs) == 1
+		})
+		var next struct {
+			NextCursor string `json:"next_cursor"`
+		}
+		json.Unmarshal(c.call("GET", "/queue/slowq/waiting?limit=1", "", 200), &next)
+		if next.NextCursor == "" {
+			t.Fatal("a full page has no next_cursor")
+		}
+		c.call("GET", "/queue/slowq/waiting?limit=1&cursor="+next.NextCursor, "", 200)
+		c.call("GET", "/queue/q/deferred?order=asc", "", 200)
+		c.call("GET", fmt.Sprintf("/queue/q/job/%d", deferred.ID), "", 200)
+		c.call("DELETE", fmt.Sprintf("/queue/q/job/%d", deferred.ID), "", 200)
+		c.call("GET", "/queue/q/failed", "", 200)
+		failed := page.FailedJobs[0].ID
+		c.call("GET", fmt.Sprintf("/queue/q/failed/%d", failed), "", 200)
+		c.call("DELETE", fmt.Sprintf("/queue/q/failed/%d", failed), "", 200)
+		testworker.WaitFor(t, 30*time.Second, "a leader", func() bool {
+			res, err := http.Get("http://" + node.Addr() + "/queue/q/node")
+			if err == nil {
+				res.Body.Close()
+			}
+			return err == nil && res.StatusCode == 200
+		})
+		c.call("GET", "/queue/q/node", "", 200)
+		c.call("GET", "/queue/q/stats", "", 200)
+		c.call("GET", "/queues/stats", "", 200)
+
+		// Error answers.
+		c.call("GET", "/queue/no%20pe", "", 400)
+		c.call("GET", "/queue/nope", "", 404)
+		c.call("PUT", "/queue/q", `{"max_workers":0}`, 400)
+		c.call("PUT", "/queue/q", `{"max_workers":"x"}`, 400)
+		c.call("PUT", "/queue/q", `{"max_burst_size":1}`+strings.Repeat(" ", 1<<12), 413)
+		c.call("DELETE", "/queue/nope", "", 404)
+		c.call("GET", "/queue/nope/node", "", 404)
+		c.call("GET", "/routing/nope", "", 404)
+		c.call("GET", "/routing/a%2Fb", "", 400)
+		c.call("PUT", "/routing/x", `{}`, 400)
+		c.call("PUT", "/routing/x", `{"queue_name":"nope"}`, 404)
+		c.call("DELETE", "/routing/nope", "", 404)
+		c.call("POST", "/job/c", `{"url":"ftp://x"}`, 400)
+		c.call("POST", "/job/c", `{"url":"http://x","timeout":-1}`, 400)
+		c.call("POST", "/job/nope", jobBody("x", ""), 404)
+		c.call("POST", "/job/c", jobBody(strings.Repeat("x", 1<<12), ""), 413)
+		for _, l := range []string{"grabbed", "waiting", "deferred", "failed"} {
+			c.call("GET", "/queue/q/"+l+"?limit=0", "", 400)
+			c.call("GET", "/queue/q/"+l+"?cursor=zzz", "", 400)
+			c.call("GET", "/queue/q/"+l+"?order=up", "", 400)
+			c.call("GET", "/queue/nope/"+l, "", 404)
+		}
+		for _, p := range []string{"job", "failed"} {
+			for _, m := range []string{"GET", "DELETE"} {
+				c.call(m, "/queue/q/"+p+"/x", "", 400)
+				c.call(m, "/queue/q/"+p+"/999999", "", 404)
+			}
+		}
+		c.call("GET", "/queue/nope/stats", "", 404)
+		c.call("GET", "/queue/-%20/stats", "", 400)
+
+		c.call("DELETE", "/routing/gone", "", 200)
+		c.call("DELETE", "/queue/q2", "", 200)
+
+		for _, op := range documentedOperations(doc) {
+			if !c.ok[op] {
+				t.Errorf("%s: no 2xx answer was checked; add a call to this test", op)
+			}
+		}
+	})
+}
