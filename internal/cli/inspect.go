@@ -1,0 +1,499 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rowq/rowq/client"
+)
+
+// subcommand is one verb of a command that talks to a running server, such
+// as "queue ls".
+type subcommand struct {
+	name, args, summary string
+	run                 func(s *session, args []string) error
+}
+
+// session is what a subcommand needs: its flags, the remote flags and the
+// output.
+type session struct {
+	fs     *flag.FlagSet
+	r      *remote
+	stdout io.Writer
+}
+
+// dispatchSub runs the verb args[0] of the command name.
+func dispatchSub(name string, subs []subcommand, args []string, stdout, stderr io.Writer) error {
+	help := func() string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Usage:\n")
+		for _, s := range subs {
+			fmt.Fprintf(&b, "  %-44s %s\n", "rowq "+name+" "+s.name+" "+s.args, s.summary)
+		}
+		b.WriteString("Each takes --server (env ROWQ_SERVER) and --json; -h lists a verb's flags.\n")
+		return b.String()
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, help())
+		if len(args) == 0 {
+			return fmt.Errorf("%s: want a verb", name)
+		}
+		return nil
+	}
+	i := slices.IndexFunc(subs, func(s subcommand) bool { return s.name == args[0] })
+	if i < 0 {
+		fmt.Fprint(stderr, help())
+		return fmt.Errorf("%s: unknown verb %q", name, args[0])
+	}
+	fs := newFlagSet(name+" "+subs[i].name, stderr)
+	s := &session{fs: fs, r: remoteFlags(fs), stdout: stdout}
+	return subs[i].run(s, args[1:])
+}
+
+// parse parses flags anywhere among args (flag stops at the first
+// positional argument) and checks that there are n positional arguments.
+func (s *session) parse(args []string, n int, names string) ([]string, error) {
+	return s.parseRange(args, n, n, names)
+}
+
+// parseRange is parse for lo..hi positional arguments.
+func (s *session) parseRange(args []string, lo, hi int, names string) ([]string, error) {
+	var pos []string
+	for {
+		if err := s.fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = s.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < lo || len(pos) > hi {
+		return nil, fmt.Errorf("%s: want %s, got %d argument(s)", s.fs.Name(), names, len(pos))
+	}
+	return pos, nil
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("id: want a positive integer, got %q", s)
+	}
+	return id, nil
+}
+
+func since(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func optFloat(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
+}
+
+func optInt(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
+}
+
+// queueCmd is `rowq queue`.
+func queueCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("queue", queueSubs, args, stdout, stderr)
+}
+
+var queueSubs = []subcommand{
+	{"ls", "", "list queues", func(s *session, args []string) error {
+		if _, err := s.parse(args, 0, "no arguments"); err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		qs, err := s.r.client().Queues(ctx)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, qs, func(w io.Writer) {
+			fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST")
+			for _, q := range qs {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize))
+			}
+		})
+	}},
+	{"get", "NAME", "show a queue", func(s *session, args []string) error {
+		pos, err := s.parse(args, 1, "NAME")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		q, err := s.r.client().Queue(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, q, queueTable(q))
+	}},
+	{"put", "NAME [flags]", "create or replace a queue", func(s *session, args []string) error {
+		polling := s.fs.Int("polling-interval", 0, "milliseconds between polls (0: the server's default)")
+		workers := s.fs.Int("max-workers", 0, "deliveries in flight (0: the server's default)")
+		rate := s.fs.Float64("max-dispatches-per-second", 0, "throttle (0: none)")
+		burst := s.fs.Int("max-burst-size", 0, "throttle's burst (0: one second's worth)")
+		pos, err := s.parse(args, 1, "NAME")
+		if err != nil {
+			return err
+		}
+		in := &client.Queue{PollingInterval: *polling, MaxWorkers: *workers}
+		if *rate != 0 {
+			in.MaxDispatchesPerSecond = rate
+		}
+		if *burst != 0 {
+			in.MaxBurstSize = burst
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		q, err := s.r.client().PutQueue(ctx, pos[0], in)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, q, queueTable(q))
+	}},
+	{"rm", "NAME", "delete a queue (its jobs stay stored)", func(s *session, args []string) error {
+		pos, err := s.parse(args, 1, "NAME")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		q, err := s.r.client().DeleteQueue(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, q, queueTable(q))
+	}},
+	{"node", "NAME", "show the node dispatching a queue", func(s *session, args []string) error {
+		pos, err := s.parse(args, 1, "NAME")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		n, err := s.r.client().QueueNode(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, n, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tHOST")
+			fmt.Fprintf(w, "%s\t%s\n", n.ID, n.Host)
+		})
+	}},
+	{"stats", "[NAME]", "show statistics of one queue or all", func(s *session, args []string) error {
+		pos, err := s.parseRange(args, 0, 1, "at most one NAME")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		c := s.r.client()
+		all := map[string]*client.QueueStats{}
+		var v any = all
+		if len(pos) == 1 {
+			st, err := c.QueueStats(ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			all[pos[0]], v = st, st
+		} else if all, err = c.AllQueueStats(ctx); err != nil {
+			return err
+		} else {
+			v = all
+		}
+		names := make([]string, 0, len(all))
+		for n := range all {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return s.r.print(s.stdout, v, func(w io.Writer) {
+			fmt.Fprintln(w, "QUEUE\tPUSHES\tPOPS\tSUCCESSES\tFAILURES\tPERMANENT\tCOMPLETES\tELAPSED_MS\tPUSH/S\tPOP/S\tOUTSTANDING\tWORKERS\tIDLE\tNODES")
+			for _, n := range names {
+				st := all[n]
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%d\t%d\t%d\t%d\n", n, st.TotalPushes, st.TotalPops,
+					st.TotalSuccesses, st.TotalFailures, st.TotalPermanentFailures, st.TotalCompletes, st.TotalElapsed,
+					st.PushesPerSecond, st.PopsPerSecond, st.OutstandingJobs, st.TotalWorkers, st.IdleWorkers, st.ActiveNodes)
+			}
+		})
+	}},
+}
+
+func queueTable(q *client.Queue) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST")
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize))
+	}
+}
+
+// routingCmd is `rowq routing`.
+func routingCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("routing", routingSubs, args, stdout, stderr)
+}
+
+func routingTable(rs ...*client.Routing) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "CATEGORY\tQUEUE")
+		for _, r := range rs {
+			fmt.Fprintf(w, "%s\t%s\n", r.JobCategory, r.QueueName)
+		}
+	}
+}
+
+var routingSubs = []subcommand{
+	{"ls", "", "list routings", func(s *session, args []string) error {
+		if _, err := s.parse(args, 0, "no arguments"); err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		rs, err := s.r.client().Routings(ctx)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, rs, routingTable(rs...))
+	}},
+	{"get", "CATEGORY", "show a routing", func(s *session, args []string) error {
+		pos, err := s.parse(args, 1, "CATEGORY")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		r, err := s.r.client().Routing(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, r, routingTable(r))
+	}},
+	{"put", "CATEGORY QUEUE", "route a category to a queue", func(s *session, args []string) error {
+		pos, err := s.parse(args, 2, "CATEGORY QUEUE")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		r, err := s.r.client().PutRouting(ctx, pos[0], pos[1])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, r, routingTable(r))
+	}},
+	{"rm", "CATEGORY", "delete a routing", func(s *session, args []string) error {
+		pos, err := s.parse(args, 1, "CATEGORY")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		r, err := s.r.client().DeleteRouting(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, r, routingTable(r))
+	}},
+}
+
+// jobCmd is `rowq job`.
+func jobCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("job", jobSubs, args, stdout, stderr)
+}
+
+func jobTable(js ...*client.Job) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tSTATUS\tCATEGORY\tNEXT_TRY\tFAILS\tURL")
+		for _, j := range js {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d/%d\t%s\n", j.ID, j.Status, j.Category, since(j.NextTry), j.FailCount, j.MaxRetries, j.URL)
+		}
+	}
+}
+
+var jobSubs = []subcommand{
+	{"push", "CATEGORY --url URL [flags]", "enqueue a job", func(s *session, args []string) error {
+		u := s.fs.String("url", "", "worker URL (required)")
+		payload := s.fs.String("payload", "", "payload, as JSON")
+		runAfter := s.fs.Int64("run-after", 0, "seconds before the first delivery")
+		retries := s.fs.Int64("max-retries", 0, "retries after a failure")
+		delay := s.fs.Int64("retry-delay", 0, "seconds between retries")
+		timeout := s.fs.Int64("timeout", 0, "seconds a delivery may take (0: none)")
+		pos, err := s.parse(args, 1, "CATEGORY")
+		if err != nil {
+			return err
+		}
+		job := &client.NewJob{URL: *u, RunAfter: *runAfter, MaxRetries: *retries, RetryDelay: *delay, Timeout: *timeout}
+		if *payload != "" {
+			if !json.Valid([]byte(*payload)) {
+				return fmt.Errorf("--payload: not JSON: %q (a string needs quotes: '\"text\"')", *payload)
+			}
+			job.Payload = json.RawMessage(*payload)
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		j, err := s.r.client().PushJob(ctx, pos[0], job)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, j, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tURL")
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", j.ID, j.QueueName, j.Category, j.URL)
+		})
+	}},
+	{"ls", "QUEUE [--state waiting|deferred|grabbed] [flags]", "list jobs of a queue", func(s *session, args []string) error {
+		state := s.fs.String("state", client.JobsWaiting, "waiting (due now), deferred (due later) or grabbed (being delivered)")
+		opts := listFlags(s.fs, "desc (latest next_try first) or asc")
+		all := s.fs.Bool("all", false, "follow the pages to the end")
+		pos, err := s.parse(args, 1, "QUEUE")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		c := s.r.client()
+		page, err := c.ListJobs(ctx, pos[0], *state, opts)
+		for err == nil && *all && page.NextCursor != "" {
+			opts.Cursor = page.NextCursor
+			var next *client.JobPage
+			if next, err = c.ListJobs(ctx, pos[0], *state, opts); err == nil {
+				page.Jobs, page.NextCursor = append(page.Jobs, next.Jobs...), next.NextCursor
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, page, func(w io.Writer) {
+			jobTable(page.Jobs...)(w)
+			if page.NextCursor != "" {
+				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+			}
+		})
+	}},
+	{"get", "QUEUE ID", "show a job", func(s *session, args []string) error {
+		return oneJob(s, args, (*client.Client).Job)
+	}},
+	{"rm", "QUEUE ID", "delete a job, whatever its state", func(s *session, args []string) error {
+		return oneJob(s, args, (*client.Client).DeleteJob)
+	}},
+}
+
+// listFlags adds --limit, --order and --cursor.
+func listFlags(fs *flag.FlagSet, orders string) *client.ListOptions {
+	o := &client.ListOptions{}
+	fs.IntVar(&o.Limit, "limit", 0, "jobs per page, 1..1000 (0: the server's default, 100)")
+	fs.StringVar(&o.Order, "order", "", orders)
+	fs.StringVar(&o.Cursor, "cursor", "", "the cursor a previous page printed")
+	return o
+}
+
+func oneJob(s *session, args []string, op func(*client.Client, context.Context, string, int64) (*client.Job, error)) error {
+	pos, err := s.parse(args, 2, "QUEUE ID")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(pos[1])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.r.context()
+	defer cancel()
+	j, err := op(s.r.client(), ctx, pos[0], id)
+	if err != nil {
+		return err
+	}
+	return s.r.print(s.stdout, j, func(w io.Writer) {
+		jobTable(j)(w)
+		if len(j.Payload) > 0 {
+			fmt.Fprintf(w, "payload: %s\n", j.Payload)
+		}
+	})
+}
+
+// failedCmd is `rowq failed`.
+func failedCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("failed", failedSubs, args, stdout, stderr)
+}
+
+func failedTable(fs ...*client.FailedJob) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tJOB\tCATEGORY\tFAILED_AT\tFAILS\tSTATUS\tCODE\tMESSAGE")
+		for _, f := range fs {
+			msg := strings.Join(strings.Fields(f.Result.Message), " ")
+			if len(msg) > 60 {
+				msg = msg[:57] + "..."
+			}
+			fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n", f.ID, f.JobID, f.Category, since(f.FailedAt), f.FailCount, f.Result.Status, f.Result.Code, msg)
+		}
+	}
+}
+
+var failedSubs = []subcommand{
+	{"ls", "QUEUE [flags]", "list a queue's failure log, newest first", func(s *session, args []string) error {
+		opts := listFlags(s.fs, "failed (by time of failure) or created (by the job's creation)")
+		pos, err := s.parse(args, 1, "QUEUE")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		page, err := s.r.client().FailedJobs(ctx, pos[0], opts)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, page, func(w io.Writer) {
+			failedTable(page.FailedJobs...)(w)
+			if page.NextCursor != "" {
+				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+			}
+		})
+	}},
+	{"get", "QUEUE ID", "show a failure log entry", func(s *session, args []string) error {
+		return oneFailed(s, args, (*client.Client).FailedJob)
+	}},
+	{"rm", "QUEUE ID", "delete a failure log entry", func(s *session, args []string) error {
+		return oneFailed(s, args, (*client.Client).DeleteFailedJob)
+	}},
+}
+
+func oneFailed(s *session, args []string, op func(*client.Client, context.Context, string, int64) (*client.FailedJob, error)) error {
+	pos, err := s.parse(args, 2, "QUEUE ID")
+	if err != nil {
+		return err
+	}
+	id, err := parseID(pos[1])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.r.context()
+	defer cancel()
+	f, err := op(s.r.client(), ctx, pos[0], id)
+	if err != nil {
+		return err
+	}
+	return s.r.print(s.stdout, f, func(w io.Writer) {
+		failedTable(f)(w)
+		if len(f.Payload) > 0 {
+			fmt.Fprintf(w, "payload: %s\n", f.Payload)
+		}
+		fmt.Fprintf(w, "message: %s\n", f.Result.Message)
+	})
+}
