@@ -29,6 +29,10 @@ wait_until() { # seconds command...
 }
 
 command -v go >/dev/null || die "Go is not installed (need Go 1.26+)"
+# The Fireworq client script (scripts/fireworq-client.sh) runs on curl and jq.
+for tool in curl jq; do
+  command -v "$tool" >/dev/null || { say "installing $tool"; apt_install "$tool"; }
+done
 
 # --- MariaDB -----------------------------------------------------------------
 if [ -z "${ROWQ_TEST_MYSQL_URL:-}" ]; then
