@@ -277,3 +277,84 @@ func otherCursor(l string) string {
 	}
 	return "Zjo0" // "f:4", the failure log's
 }
+
+// TestInspect_PagingUnderConcurrentWrites follows next_cursor through
+// 10,000 deferred jobs over HTTP while jobs are inserted and deleted: no job
+// is listed twice and none that existed throughout is missed.
+func TestInspect_PagingUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		b.ok(t, "PUT", "/queue/q", "", nil)
+		ctx := context.Background()
+		var stable []int64
+		for k := range 10 {
+			ps := make([]*store.JobInsertParams, 1000)
+			for i := range ps {
+				ps[i] = &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://w/", RunAfter: time.Duration(10-k) * time.Hour}
+			}
+			got, err := b.st.JobsInsert(ctx, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stable = append(stable, got...)
+		}
+		doomed := map[int64]bool{}
+		for i := 0; i < len(stable); i += 7 {
+			doomed[stable[i]] = true
+		}
+		stop, started := make(chan struct{}), make(chan struct{})
+		writerDone := make(chan error, 1)
+		go func() {
+			defer func() {
+				select {
+				case <-started:
+				default:
+					close(started) // the writer failed before its first write
+				}
+			}()
+			i := 0
+			for id := range doomed {
+				select {
+				case <-stop:
+					writerDone <- nil
+					return
+				default:
+				}
+				if _, err := b.st.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://w/", RunAfter: time.Duration(i%11+1) * time.Hour}}); err != nil {
+					writerDone <- err
+					return
+				}
+				if _, err := b.st.JobDelete(ctx, "q", id); err != nil {
+					writerDone <- err
+					return
+				}
+				if i == 0 {
+					close(started)
+				}
+				i++
+			}
+			writerDone <- nil
+		}()
+		<-started
+		for _, order := range []string{"asc", "desc"} {
+			got := pageAll[*listedJob](t, b, "/queue/q/deferred?order="+order, "jobs", 500)
+			seen := map[int64]bool{}
+			for _, j := range got {
+				if seen[j.ID] {
+					t.Fatalf("order=%s: job %d listed twice", order, j.ID)
+				}
+				seen[j.ID] = true
+			}
+			for _, id := range stable {
+				if !doomed[id] && !seen[id] {
+					t.Fatalf("order=%s: job %d existed throughout but was not listed", order, id)
+				}
+			}
+		}
+		close(stop)
+		if err := <-writerDone; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
