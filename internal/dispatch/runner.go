@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,7 +109,7 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 {
+		if free > 0 && !q.Paused {
 			n := min(int(free), cfg.BatchSize)
 			jobs, err := r.grab(n)
 			switch {
@@ -220,8 +221,9 @@ func (r *runner) start(jobs []*store.Job) {
 }
 
 // process delivers one job and records the outcome: success removes it,
-// a failure with retries left puts it back after retry_delay, anything else
-// moves it to the failure log.
+// a failure with retries left puts it back after the worker's retry_after
+// or else the job's backoff (retryDelay), anything else moves it to the
+// failure log.
 func (r *runner) process(j *store.Job) {
 	d := r.d
 	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
@@ -237,9 +239,13 @@ func (r *runner) process(j *store.Job) {
 			return err
 		})
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
-		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		delay := retryDelay(j, j.FailCount+1, rand.Float64())
+		if res.RetryAfter != nil {
+			delay = *res.RetryAfter
+		}
+		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
 		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
-			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: time.Duration(j.RetryDelay) * time.Second})
+			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
 		})
 	default:
 		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
