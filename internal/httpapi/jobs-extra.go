@@ -229,6 +229,11 @@ func elementError(name string, err error) error {
 	return errorf(ae.status, "%s.%s", name, ae.msg)
 }
 
+// pauser is implemented by a Waker that can apply a pause at once.
+type pauser interface {
+	SetPaused(queue string, paused bool)
+}
+
 // pauseQueue is POST /queue/{name}/pause and /resume.
 func (a *API) pauseQueue(paused bool) handlerFunc {
 	return func(r *http.Request) (any, error) {
@@ -243,10 +248,11 @@ func (a *API) pauseQueue(paused bool) handlerFunc {
 		if err != nil {
 			return nil, notFound(err, "queue %q does not exist", name)
 		}
-		if a.cfg.Waker != nil {
-			// Reload settings now: a resumed queue dispatches at once on
-			// this node, a paused one stops grabbing.
-			a.cfg.Waker.Refresh()
+		// Apply it now to this node's runner of the queue, if any (the
+		// dispatcher implements pauser); the leader, if another node, sees
+		// it at its next refresh.
+		if p, ok := a.cfg.Waker.(pauser); ok {
+			p.SetPaused(name, paused)
 		}
 		return toQueueJSON(q), nil
 	}

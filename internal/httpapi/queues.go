@@ -102,7 +102,10 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	}
 	if req.Paused != nil && *req.Paused != q.Paused {
 		if q, err = a.cfg.Store.QueueSetPaused(r.Context(), name, *req.Paused); err != nil {
-			return nil, err
+			return nil, notFound(err, "queue %q was deleted meanwhile", name)
+		}
+		if p, ok := a.cfg.Waker.(pauser); ok {
+			p.SetPaused(name, q.Paused)
 		}
 	}
 	if a.cfg.Waker != nil {
