@@ -135,3 +135,69 @@ func TestServer_FailedJobRetryDeliversAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_UniqueKeyAcrossNodes enqueues one key through two nodes at
+// once: one job, every answer names it, and it is delivered once.
+func TestServer_UniqueKeyAcrossNodes(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, nil)
+		url := dbtest.URL(t, dialect)
+		a := startNode(t, url, nil)
+		b := startNode(t, url, nil)
+		// Paused while enqueuing: a job delivered and done would free the key.
+		setupQueue(t, a, "q", "cat", map[string]any{"paused": true})
+		const n = 16
+		var (
+			wg  sync.WaitGroup
+			mu  sync.Mutex
+			ids = map[int64]int{}
+		)
+		for i := range n {
+			node := a
+			if i%2 == 1 {
+				node = b
+			}
+			wg.Go(func() {
+				id := push(t, node, "cat", map[string]any{"url": w.URL, "payload": "once", "unique_key": "k"})
+				mu.Lock()
+				ids[id]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if len(ids) != 1 {
+			t.Fatalf("one key through two nodes gave ids %v, want one", ids)
+		}
+		mustCall(t, b, "POST", "/queue/q/resume", nil)
+		testworker.WaitFor(t, 20*time.Second, "the delivery", func() bool { return w.Count("once") >= 1 })
+		time.Sleep(300 * time.Millisecond) // room for a duplicate to show
+		if got := w.Count("once"); got != 1 {
+			t.Fatalf("keyed job delivered %d times, want 1", got)
+		}
+	})
+}
+
+// TestServer_PushJobsDelivered enqueues a batch with POST /jobs: every job
+// is delivered once.
+func TestServer_PushJobsDelivered(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, nil)
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 20})
+		const n = 300
+		jobs := make([]map[string]any, n)
+		for i := range jobs {
+			jobs[i] = map[string]any{"category": "cat", "url": w.URL, "payload": map[string]int{"n": i}}
+		}
+		out := mustCall(t, s, "POST", "/jobs", map[string]any{"jobs": jobs})
+		if got, _ := out["jobs"].([]any); len(got) != n {
+			t.Fatalf("POST /jobs answered %d jobs, want %d", len(got), n)
+		}
+		testworker.WaitFor(t, 60*time.Second, "every delivery", func() bool { return w.Distinct() == n })
+		for i := range n {
+			if got := w.Count(fmt.Sprintf(`{"n":%d}`, i)); got != 1 {
+				t.Errorf("job %d delivered %d times", i, got)
+			}
+		}
+	})
+}
