@@ -250,9 +250,13 @@ func (a *API) pauseQueue(paused bool) handlerFunc {
 		}
 		// Apply it now to this node's runner of the queue, if any (the
 		// dispatcher implements pauser); the leader, if another node, sees
-		// it at its next refresh.
+		// it at its next refresh. The refresh asked for here also
+		// corrects a cycle that read the queue just before the change.
 		if p, ok := a.cfg.Waker.(pauser); ok {
 			p.SetPaused(name, paused)
+		}
+		if a.cfg.Waker != nil {
+			a.cfg.Waker.Refresh()
 		}
 		return toQueueJSON(q), nil
 	}
