@@ -299,6 +299,11 @@ type failedBulkRequest struct {
 // retryFailedJobs is POST /queue/{name}/failed/retry.
 func (a *API) retryFailedJobs(r *http.Request) (any, error) {
 	n, err := a.failedBulk(r, a.cfg.Store.FailedJobsRetry)
+	if errors.Is(err, store.ErrConflict) {
+		// Only if the log holds two entries of one job id, which rowq
+		// itself never writes.
+		return nil, errorf(http.StatusConflict, "ids: the job of an entry is pending again; %d entries were retried before it", n)
+	}
 	if err != nil {
 		return nil, err
 	}
