@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"cmp"
+	"context"
+	"slices"
+)
 
 // Retry backoff kinds of a job (JobExtra.RetryBackoff).
 const (
@@ -86,4 +90,21 @@ type FailedJobsBulkResult struct {
 	Count int
 	// Last is the smallest id handled (the next call's Before), 0 if none.
 	Last int64
+}
+
+// KeyedInOrder returns the indexes of the jobs that have a unique key,
+// ordered by queue and key. Dialects insert keyed jobs in this order so
+// that two pushes of the same keys take the index locks in the same order
+// instead of deadlocking.
+func KeyedInOrder(jobs []*JobInsertParams) []int {
+	var idx []int
+	for i, j := range jobs {
+		if j.UniqueKey != "" {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(jobs[a].Queue, jobs[b].Queue), cmp.Compare(jobs[a].UniqueKey, jobs[b].UniqueKey))
+	})
+	return idx
 }

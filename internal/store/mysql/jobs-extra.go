@@ -71,12 +71,9 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 					out[at[k]].ID = id
 				}
 			}
-			for i, j := range jobs {
-				if j.UniqueKey == "" {
-					continue
-				}
+			for _, i := range store.KeyedInOrder(jobs) {
 				var err error
-				if out[i], err = pushUnique(ctx, tx, j, step); err != nil {
+				if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
 					return err
 				}
 			}

@@ -20,6 +20,7 @@ var jobsExtraTests = []struct {
 }{
 	{"JobsExtra_PushAndUniqueKey", testJobsPush},
 	{"JobsExtra_PushUniqueKeyConcurrent", testJobsPushConcurrent},
+	{"JobsExtra_PushKeysInAnyOrder", testJobsPushKeysAnyOrder},
 	{"JobsExtra_InsertUniqueKeyConflict", testJobsInsertUniqueConflict},
 	{"JobsExtra_GrabByPriority", testJobsGrabPriority},
 	{"JobsExtra_QueuePaused", testQueuePaused},
@@ -280,5 +281,52 @@ func testFailedJobsBulk(t *testing.T, s store.Store) {
 	}
 	if res := must(s.FailedJobsRetry(ctx, &store.FailedJobsBulkParams{Queue: "other", Limit: 10}))(t); res.Count != 3 {
 		t.Fatalf("FailedJobsRetry(all of other) = %+v, want 3", res)
+	}
+}
+
+// testJobsPushKeysAnyOrder pushes batches of the same keys in opposite
+// orders at once: every push succeeds and each key names one job.
+func testJobsPushKeysAnyOrder(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ids  = map[string]map[int64]bool{}
+		errs []error
+	)
+	for g := range 8 {
+		wg.Go(func() {
+			ps := make([]*store.JobInsertParams, len(keys))
+			for i, k := range keys {
+				if g%2 == 1 {
+					k = keys[len(keys)-1-i]
+				}
+				ps[i] = &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", JobExtra: store.JobExtra{UniqueKey: k}}
+			}
+			res, err := s.JobsPush(ctx, ps)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			for i, r := range res {
+				k := ps[i].UniqueKey
+				if ids[k] == nil {
+					ids[k] = map[int64]bool{}
+				}
+				ids[k][r.ID] = true
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d pushes failed, first: %v", len(errs), errs[0])
+	}
+	for _, k := range keys {
+		if len(ids[k]) != 1 {
+			t.Fatalf("key %q named jobs %v, want one", k, ids[k])
+		}
 	}
 }
