@@ -14,6 +14,12 @@ type NewJob struct {
 	MaxRetries int64           `json:"max_retries,omitempty"`
 	RetryDelay int64           `json:"retry_delay,omitempty"`
 	Timeout    int64           `json:"timeout,omitempty"`
+	// rowq's additions (see docs/jobs-extra.md).
+	Priority      int64   `json:"priority,omitempty"`        // -1000..1000, higher first
+	UniqueKey     string  `json:"unique_key,omitempty"`      // one pending job per queue and key
+	RetryBackoff  string  `json:"retry_backoff,omitempty"`   // "fixed" (default) or "exponential"
+	RetryDelayMax int64   `json:"retry_delay_max,omitempty"` // cap of an exponential delay, seconds
+	RetryJitter   float64 `json:"retry_jitter,omitempty"`    // 0..1, a fraction of each delay
 }
 
 // PushedJob is the server's answer to an enqueue.
@@ -27,6 +33,15 @@ type PushedJob struct {
 	MaxRetries int64           `json:"max_retries"`
 	RetryDelay int64           `json:"retry_delay"`
 	Timeout    int64           `json:"timeout"`
+	// rowq's additions.
+	Priority      int64   `json:"priority"`
+	RetryBackoff  string  `json:"retry_backoff"`
+	RetryDelayMax int64   `json:"retry_delay_max"`
+	RetryJitter   float64 `json:"retry_jitter"`
+	UniqueKey     string  `json:"unique_key,omitempty"`
+	// Existing is true when the job's unique key was held by a pending
+	// job, which is the job described; always false without a key.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // PushJob enqueues a job of category (POST /job/{category}). The answer
@@ -46,6 +61,9 @@ type Queue struct {
 	MaxWorkers             int      `json:"max_workers,omitempty"`
 	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
 	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
+	// Paused queues accept jobs but dispatch none. PutQueue pauses the
+	// queue when true and keeps its state when false; see ResumeQueue.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Queues lists every queue (GET /queues).

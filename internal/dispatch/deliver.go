@@ -33,6 +33,9 @@ type Result struct {
 	Status  string // StatusSuccess, StatusFailure or StatusPermanentFailure
 	Code    int    // HTTP status code; 0 when no response came
 	Message string
+	// RetryAfter is the worker's "retry_after" (seconds, capped at 30
+	// days) on a failure; nil when absent, negative or not a number.
+	RetryAfter *time.Duration
 }
 
 // requestBody is what the worker receives: the raw text of a string
@@ -93,7 +96,9 @@ func parseResponse(code int, body []byte) Result {
 		return Result{Status: StatusFailure, Code: code, Message: truncate("worker response is not JSON: " + string(body))}
 	}
 	switch r.Status {
-	case StatusSuccess, StatusFailure, StatusPermanentFailure:
+	case StatusFailure:
+		return Result{Status: r.Status, Code: code, Message: truncate(r.Message), RetryAfter: retryAfter(body)}
+	case StatusSuccess, StatusPermanentFailure:
 		return Result{Status: r.Status, Code: code, Message: truncate(r.Message)}
 	default:
 		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf("worker answered unknown status %q: %s", r.Status, r.Message))}
@@ -113,4 +118,21 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// retryAfter reads a failure's optional "retry_after" (seconds). A value of
+// the wrong type or a negative one is ignored rather than turning the
+// worker's answer into an unparseable one.
+func retryAfter(body []byte) *time.Duration {
+	var r struct {
+		RetryAfter *float64 `json:"retry_after"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.RetryAfter == nil || *r.RetryAfter < 0 {
+		return nil
+	}
+	d := maxRetryWait
+	if s := *r.RetryAfter; s < maxRetryWait.Seconds() {
+		d = time.Duration(s * float64(time.Second))
+	}
+	return &d
 }

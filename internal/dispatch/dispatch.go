@@ -193,7 +193,9 @@ func (d *Dispatcher) sync(led []*store.Queue) {
 	for _, q := range led {
 		keep[q.Name] = true
 		if r, ok := d.runners[q.Name]; ok {
-			r.settings.Store(q)
+			if old := r.settings.Swap(q); old.Paused && !q.Paused {
+				r.nudge() // resumed: grab at once, not at the next poll
+			}
 			continue
 		}
 		r := newRunner(d, q)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,7 +111,7 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 {
+		if free > 0 && !q.Paused {
 			n := min(int(free), cfg.BatchSize)
 			tb := r.throttle(q, now)
 			if tb != nil {
@@ -238,8 +239,9 @@ func (r *runner) start(jobs []*store.Job) {
 }
 
 // process delivers one job and records the outcome: success removes it,
-// a failure with retries left puts it back after retry_delay, anything else
-// moves it to the failure log.
+// a failure with retries left puts it back after the worker's retry_after
+// or else the job's backoff (retryDelay), anything else moves it to the
+// failure log.
 func (r *runner) process(j *store.Job) {
 	d := r.d
 	began := time.Now()
@@ -260,9 +262,13 @@ func (r *runner) process(j *store.Job) {
 		})
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
-		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		delay := retryDelay(j, j.FailCount+1, rand.Float64())
+		if res.RetryAfter != nil {
+			delay = *res.RetryAfter
+		}
+		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
 		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
-			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: time.Duration(j.RetryDelay) * time.Second})
+			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
 		})
 	default:
 		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)

@@ -100,6 +100,13 @@ func (a *API) routes() {
 
 	a.handle("GET /queue/{name}/stats", a.queueStats)
 	a.handle("GET /queues/stats", a.allQueueStats)
+	// rowq's additions to the queue API (jobs-extra.go).
+	a.handle("POST /jobs", a.pushJobs)
+	a.handle("POST /queue/{name}/pause", a.pauseQueue(true))
+	a.handle("POST /queue/{name}/resume", a.pauseQueue(false))
+	a.handle("POST /queue/{name}/failed/{id}/retry", a.retryFailedJob)
+	a.handle("POST /queue/{name}/failed/retry", a.retryFailedJobs)
+	a.handle("DELETE /queue/{name}/failed", a.deleteFailedJobs)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })

@@ -20,6 +20,13 @@ type jobRequest struct {
 	MaxRetries *int64          `json:"max_retries"`
 	RetryDelay *int64          `json:"retry_delay"`
 	Timeout    *int64          `json:"timeout"`
+	// rowq's additions (jobs-extra.go); not an embedded struct, which
+	// would show in the field paths of decoding errors.
+	Priority      *int64   `json:"priority"`
+	UniqueKey     *string  `json:"unique_key"`
+	RetryBackoff  *string  `json:"retry_backoff"`
+	RetryDelayMax *int64   `json:"retry_delay_max"`
+	RetryJitter   *float64 `json:"retry_jitter"`
 }
 
 // jobPushed is the answer to POST /job/{category}.
@@ -33,6 +40,7 @@ type jobPushed struct {
 	MaxRetries int64           `json:"max_retries"`
 	RetryDelay int64           `json:"retry_delay"`
 	Timeout    int64           `json:"timeout"`
+	jobPushedExtra
 }
 
 func (req *jobRequest) validate() error {
@@ -58,7 +66,7 @@ func (req *jobRequest) validate() error {
 			return err
 		}
 	}
-	return nil
+	return req.validateExtra()
 }
 
 func (a *API) pushJob(r *http.Request) (any, error) {
@@ -70,25 +78,14 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if err := req.validate(); err != nil {
-		return nil, err
-	}
-	if string(req.Payload) == "null" {
-		req.Payload = nil // null means no payload, as when the field is absent
-	}
-	queue, err := a.route(r.Context(), category)
+	p, err := a.jobParams(r.Context(), category, &req, nil)
 	if err != nil {
 		return nil, err
 	}
-	p := &store.JobInsertParams{
-		Queue:      queue,
-		Category:   category,
-		URL:        req.URL,
-		Payload:    req.Payload,
-		RunAfter:   time.Duration(valueOr(req.RunAfter, 0)) * time.Second,
-		Timeout:    int(valueOr(req.Timeout, 0)),
-		MaxRetries: int(valueOr(req.MaxRetries, 0)),
-		RetryDelay: int(valueOr(req.RetryDelay, 0)),
+	if p.UniqueKey != "" {
+		// Not through the group commit: a key's holder is found by a
+		// statement of its own (see Store.JobsPush).
+		return a.pushUnique(r.Context(), p)
 	}
 	// The answer goes out only after the commit: 2xx means durable.
 	res, err := a.insert.Do(r.Context(), p)
@@ -98,14 +95,42 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("enqueue job: %w", err)
 	}
-	id := res.id
-	a.cfg.Stats.Pushed(queue, 1)
+	a.cfg.Stats.Pushed(p.Queue, 1)
 	if p.RunAfter == 0 && a.cfg.Waker != nil {
-		a.cfg.Waker.Wake(queue)
+		a.cfg.Waker.Wake(p.Queue)
 	}
-	return &jobPushed{
-		ID: id, QueueName: queue, Category: category, URL: req.URL, Payload: req.Payload,
-		RunAfter: int64(p.RunAfter / time.Second), MaxRetries: int64(p.MaxRetries), RetryDelay: int64(p.RetryDelay), Timeout: int64(p.Timeout),
+	return toJobPushed(p, store.JobPushed{ID: res.id}), nil
+}
+
+// jobParams validates a job request and routes its category (through
+// routes, a cache for one request, when not nil).
+func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, routes map[string]string) (*store.JobInsertParams, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	if string(req.Payload) == "null" {
+		req.Payload = nil // null means no payload, as when the field is absent
+	}
+	queue, ok := routes[category]
+	if !ok {
+		var err error
+		if queue, err = a.route(ctx, category); err != nil {
+			return nil, err
+		}
+		if routes != nil {
+			routes[category] = queue
+		}
+	}
+	return &store.JobInsertParams{
+		Queue:      queue,
+		Category:   category,
+		URL:        req.URL,
+		Payload:    req.Payload,
+		RunAfter:   time.Duration(valueOr(req.RunAfter, 0)) * time.Second,
+		Timeout:    int(valueOr(req.Timeout, 0)),
+		MaxRetries: int(valueOr(req.MaxRetries, 0)),
+		RetryDelay: int(valueOr(req.RetryDelay, 0)),
+		JobExtra:   req.extra(),
 	}, nil
 }
 

@@ -15,20 +15,22 @@ type queueJSON struct {
 	MaxWorkers             int      `json:"max_workers"`
 	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
 	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
+	Paused                 bool     `json:"paused"`
 }
 
 func toQueueJSON(q *store.Queue) *queueJSON {
 	return &queueJSON{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
-		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize}
+		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize, Paused: q.Paused}
 }
 
 // queueRequest is the body of PUT /queue/{name}; absent fields take the
-// configured defaults.
+// configured defaults, except paused: absent keeps the queue's state.
 type queueRequest struct {
 	PollingInterval        *int64   `json:"polling_interval"`
 	MaxWorkers             *int64   `json:"max_workers"`
 	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second"`
 	MaxBurstSize           *int64   `json:"max_burst_size"`
+	Paused                 *bool    `json:"paused"`
 }
 
 func notFound(err error, format string, args ...any) error {
@@ -97,6 +99,14 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)
 	if err != nil {
 		return nil, err
+	}
+	if req.Paused != nil && *req.Paused != q.Paused {
+		if q, err = a.cfg.Store.QueueSetPaused(r.Context(), name, *req.Paused); err != nil {
+			return nil, notFound(err, "queue %q was deleted meanwhile", name)
+		}
+		if p, ok := a.cfg.Waker.(pauser); ok {
+			p.SetPaused(name, q.Paused)
+		}
 	}
 	if a.cfg.Waker != nil {
 		a.cfg.Waker.Refresh()

@@ -74,7 +74,7 @@ func TestPushJob_BadInput(t *testing.T) {
 		{name: "TimeoutFraction", body: job(`"timeout":1.5`), field: "timeout"},
 		{name: "TimeoutString", body: job(`"timeout":"30"`), field: "timeout"},
 
-		{name: "UnknownField", body: job(`"priority":1`), field: "priority"},
+		{name: "UnknownField", body: job(`"prio":1`), field: "prio"},
 		{name: "InvalidJSON", body: `{"url":`, field: "body"},
 		{name: "SyntaxError", body: `{"url" "x"}`, field: "body"},
 		{name: "EmptyBody", body: ``, field: "body"},

@@ -92,10 +92,13 @@ type Store interface {
 	RoutingDelete(ctx context.Context, category string) (*Routing, error)
 
 	// JobsInsert stores the jobs in one transaction and returns their ids in
-	// the order given. next_try is the database's now + RunAfter.
+	// the order given. next_try is the database's now + RunAfter. A job
+	// whose UniqueKey is taken fails the whole call with ErrConflict; use
+	// JobsPush to get the existing job instead.
 	JobsInsert(ctx context.Context, jobs []*JobInsertParams) ([]int64, error)
 	// JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
-	// p.Node until now + p.Lease, oldest next_try first, and returns them.
+	// p.Node until now + p.Lease, highest priority first, then oldest
+	// next_try, and returns them in that order.
 	JobsGrab(ctx context.Context, p *JobsGrabParams) ([]*Job, error)
 	// JobsExtend moves grabbed_until to now + p.Lease for every job of
 	// p.Queue grabbed by p.Node, and returns how many it moved.
@@ -118,6 +121,8 @@ type Store interface {
 	JobGet(ctx context.Context, queue string, id int64) (*Job, error)
 	// FailedJobGet returns one failure log entry of the queue, or ErrNotFound.
 	FailedJobGet(ctx context.Context, queue string, id int64) (*FailedJob, error)
+
+	JobsExtraStore
 }
 
 // Node is a registered rowq process.
@@ -147,6 +152,9 @@ type Queue struct {
 	MaxDispatchesPerSecond *float64
 	// MaxBurstSize is the throttle's bucket size; nil means the default.
 	MaxBurstSize *int
+	// Paused queues accept jobs but dispatch none. QueuePut and
+	// QueueEnsure keep it; QueueSetPaused sets it.
+	Paused bool
 }
 
 // QueuesClaimParams are the arguments of Store.QueuesClaim.
@@ -176,6 +184,7 @@ type Job struct {
 	FailCount  int
 	GrabbedBy  string     // node id, "" unless grabbed
 	GrabbedTil *time.Time // nil unless grabbed
+	JobExtra
 }
 
 // JobInsertParams is one job to insert.
@@ -188,6 +197,7 @@ type JobInsertParams struct {
 	Timeout    int             // seconds
 	MaxRetries int
 	RetryDelay int // seconds
+	JobExtra
 }
 
 // JobsGrabParams are the arguments of Store.JobsGrab.
@@ -241,4 +251,10 @@ type FailedJob struct {
 	FailCount int
 	FailedAt  time.Time
 	CreatedAt time.Time // when the job was created
+	// The job's settings, kept so that a retry from the log restores them.
+	// Entries written before these were kept read as zero.
+	Timeout    int
+	MaxRetries int
+	RetryDelay int
+	JobExtra
 }

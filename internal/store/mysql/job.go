@@ -11,7 +11,8 @@ import (
 )
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
-	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until"
+	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until, " +
+	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
 func scanJob(sc scanner, extra ...any) (*store.Job, error) {
@@ -20,14 +21,17 @@ func scanJob(sc scanner, extra ...any) (*store.Job, error) {
 		payload []byte
 		by      sql.NullString
 		until   sql.NullTime
+		key     sql.NullString
 	)
 	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
-		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until}, extra...)
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until,
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	j.Payload = payload // nil when NULL
 	j.GrabbedBy = by.String
+	j.UniqueKey = key.String
 	if until.Valid {
 		j.GrabbedTil = &until.Time
 	}
@@ -101,16 +105,18 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
 	var q strings.Builder
 	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
-		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count)
+		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
 		VALUES `)
-	args := make([]any, 0, 8*len(jobs))
+	args := make([]any, 0, 13*len(jobs))
 	for i, j := range jobs {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0)")
+		q.WriteString("(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
 		// The driver sends a nil json.RawMessage as NULL.
 		args = append(args, j.Queue, j.Category, j.URL, j.Payload, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
+		args = append(args, extraArgs(&j.JobExtra)...)
 	}
 	res, err := db.ExecContext(ctx, q.String(), args...)
 	if err != nil {
@@ -149,19 +155,19 @@ func (s *Store) autoIncrementStep(ctx context.Context) (int64, error) {
 
 // grabSQL selects the jobs to grab, locking them and skipping those another
 // grab holds, in the order of the jobs_fetch index (queue_name, state,
-// next_try, id), which it walks without a filesort. The last column is the
+// priority DESC, next_try, id), which it walks without a filesort. The last column is the
 // grab's expiry, computed from the same NOW(6). Arguments: lease in
 // microseconds, queue, limit.
 const grabSQL = `/* rowq:jobs.grab */ SELECT ` + jobCols + `, NOW(6) + INTERVAL ? MICROSECOND
 	FROM jobs FORCE INDEX (jobs_fetch)
 	WHERE queue_name = ? AND state = 'waiting' AND next_try <= NOW(6)
-	ORDER BY next_try, id
+	ORDER BY priority DESC, next_try, id
 	LIMIT ?
 	FOR UPDATE SKIP LOCKED`
 
 // JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
 // p.Node until NOW(6) + p.Lease, in one short transaction, and returns them
-// in (next_try, id) order.
+// in (priority DESC, next_try, id) order.
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -274,7 +280,8 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	return nil
 }
 
-const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at"
+const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, " +
+	"timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter"
 
 func scanFailedJob(sc scanner) (*store.FailedJob, error) {
 	var (
@@ -282,7 +289,8 @@ func scanFailedJob(sc scanner) (*store.FailedJob, error) {
 		payload []byte
 	)
 	err := sc.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload,
-		&f.Status, &f.Code, &f.Message, &f.FailCount, &f.FailedAt, &f.CreatedAt)
+		&f.Status, &f.Code, &f.Message, &f.FailCount, &f.FailedAt, &f.CreatedAt,
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
 	if err != nil {
 		return nil, err
 	}
@@ -306,11 +314,15 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 				JobID: j.ID, Queue: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
 				Status: p.Status, Code: p.Code, Message: p.Message, FailCount: j.FailCount + 1,
 				FailedAt: now, CreatedAt: j.CreatedAt,
+				Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, JobExtra: j.JobExtra,
 			}
+			f.UniqueKey = "" // the key frees when the job leaves the jobs table
 			res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
-				(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt)
+				(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+				 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt,
+				f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter)
 			if err != nil {
 				return err
 			}

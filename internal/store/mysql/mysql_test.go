@@ -128,7 +128,8 @@ func TestGrab_UsesFetchIndexWithoutFilesort(t *testing.T) {
 	for i := range 4 {
 		ps := make([]*store.JobInsertParams, 500)
 		for k := range ps {
-			ps[k] = &store.JobInsertParams{Queue: fmt.Sprintf("q%d", i), Category: "c", URL: "http://w/", RunAfter: time.Duration(k%3-1) * time.Hour}
+			ps[k] = &store.JobInsertParams{Queue: fmt.Sprintf("q%d", i), Category: "c", URL: "http://w/", RunAfter: time.Duration(k%3-1) * time.Hour,
+				JobExtra: store.JobExtra{Priority: k % 4}}
 		}
 		if _, err := s.JobsInsert(ctx, ps); err != nil {
 			t.Fatal(err)

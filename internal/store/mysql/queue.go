@@ -35,7 +35,7 @@ func (s *Store) NodeDelete(ctx context.Context, id string) error {
 	return nil
 }
 
-const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size"
+const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused"
 
 func scanQueue(sc scanner) (*store.Queue, error) {
 	var (
@@ -43,7 +43,7 @@ func scanQueue(sc scanner) (*store.Queue, error) {
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	if err := sc.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst); err != nil {
+	if err := sc.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused); err != nil {
 		return nil, err
 	}
 	if rate.Valid {

@@ -12,16 +12,22 @@ import (
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
-	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until`
+	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
 
 func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	var (
 		j         store.Job
 		payload   []byte
 		grabbedBy *string
+		key       *string
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
-		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil)
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter)
+	if key != nil {
+		j.UniqueKey = *key
+	}
 	if payload != nil {
 		j.Payload = payload
 	}
@@ -42,6 +48,27 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
+	ids, err := queryRows(ctx, s, pgx.RowTo[int64], insertSQL, insertArgs(jobs)...)
+	if err != nil {
+		return nil, wrap(err, "insert %d jobs", len(jobs))
+	}
+	return ids, nil
+}
+
+// insertSQL inserts rows given as arrays (see insertArgs), in ordinality
+// order, and returns their ids in that order.
+const insertSQL = `/* rowq:jobs.insert */
+	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
+	SELECT q, c, u, p, 'waiting', now(), now() + make_interval(secs => r), t, m, d, pr, k, b, dm, ji
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[],
+		$9::int[], $10::text[], $11::text[], $12::int[], $13::float8[])
+		WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, pr, k, b, dm, ji, n)
+	ORDER BY n
+	RETURNING id`
+
+// insertArgs turns jobs into the arrays insertSQL takes.
+func insertArgs(jobs []*store.JobInsertParams) []any {
 	var (
 		queues     = make([]string, len(jobs))
 		categories = make([]string, len(jobs))
@@ -51,6 +78,11 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 		timeouts   = make([]int, len(jobs))
 		maxRetries = make([]int, len(jobs))
 		delays     = make([]int, len(jobs))
+		priorities = make([]int, len(jobs))
+		keys       = make([]*string, len(jobs))
+		backoffs   = make([]string, len(jobs))
+		delayMaxes = make([]int, len(jobs))
+		jitters    = make([]float64, len(jobs))
 	)
 	for i, j := range jobs {
 		queues[i], categories[i], urls[i] = j.Queue, j.Category, j.URL
@@ -60,32 +92,29 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 		}
 		runAfters[i] = j.RunAfter.Seconds()
 		timeouts[i], maxRetries[i], delays[i] = j.Timeout, j.MaxRetries, j.RetryDelay
+		priorities[i], backoffs[i], delayMaxes[i], jitters[i] = j.Priority, backoffOrFixed(j.RetryBackoff), j.RetryDelayMax, j.RetryJitter
+		if j.UniqueKey != "" {
+			k := j.UniqueKey
+			keys[i] = &k
+		}
 	}
-	ids, err := queryRows(ctx, s, pgx.RowTo[int64], `/* rowq:jobs.insert */
-		INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay)
-		SELECT q, c, u, p, 'waiting', now(), now() + make_interval(secs => r), t, m, d
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[])
-			WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, n)
-		ORDER BY n
-		RETURNING id`,
-		queues, categories, urls, payloads, runAfters, timeouts, maxRetries, delays)
-	if err != nil {
-		return nil, wrap(err, "insert %d jobs", len(jobs))
-	}
-	return ids, nil
+	return []any{queues, categories, urls, payloads, runAfters, timeouts, maxRetries, delays,
+		priorities, keys, backoffs, delayMaxes, jitters}
 }
 
-// grabSelectSQL finds the due jobs of a queue, oldest first, walking the
+// grabSelectSQL finds the due jobs of a queue, highest priority then oldest
+// first, walking the
 // jobs_fetch index without a sort and skipping rows another grab holds.
 const grabSelectSQL = `/* rowq:jobs.grab.select */
 	SELECT id FROM jobs
 	WHERE queue_name = $1 AND state = 'waiting' AND next_try <= now()
-	ORDER BY next_try, id
+	ORDER BY priority DESC, next_try, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
 // JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
-// p.Node until now + p.Lease, and returns them oldest next_try first.
+// p.Node until now + p.Lease, and returns them highest priority, then
+// oldest next_try first.
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -100,7 +129,7 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 	}
 	// RETURNING follows no ORDER BY.
 	slices.SortFunc(jobs, func(a, b *store.Job) int {
-		return cmp.Or(a.NextTry.Compare(b.NextTry), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.NextTry.Compare(b.NextTry), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, nil
 }
@@ -151,7 +180,8 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 }
 
 const failedJobCols = `id, job_id, queue_name, category, url, payload, status, code, message,
-	fail_count, failed_at, created_at`
+	fail_count, failed_at, created_at,
+	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
 
 func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
 	var (
@@ -159,7 +189,8 @@ func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
 		payload []byte
 	)
 	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message,
-		&f.FailCount, &f.FailedAt, &f.CreatedAt)
+		&f.FailCount, &f.FailedAt, &f.CreatedAt,
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
 	if payload != nil {
 		f.Payload = payload
 	}
@@ -174,9 +205,12 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
-			RETURNING id, queue_name, category, url, payload, fail_count, created_at)
-		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
-		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at FROM d
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at,
+			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)
 	if err != nil {

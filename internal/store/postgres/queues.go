@@ -31,11 +31,11 @@ func (s *Store) NodeDelete(ctx context.Context, id string) error {
 	return nil
 }
 
-const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size`
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
 
 func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
 	var q store.Queue
-	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize)
+	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused)
 	return &q, err
 }
 

@@ -132,7 +132,7 @@ func (s *Store) NodeDelete(ctx context.Context, id string) error {
 	return nil
 }
 
-const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size`
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
 
 func scanQueue(row interface{ Scan(...any) error }) (*store.Queue, error) {
 	var (
@@ -140,7 +140,7 @@ func scanQueue(row interface{ Scan(...any) error }) (*store.Queue, error) {
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	if err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst); err != nil {
+	if err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused); err != nil {
 		return nil, err
 	}
 	if rate.Valid {
@@ -332,7 +332,8 @@ func (s *Store) RoutingDelete(ctx context.Context, category string) (*store.Rout
 	return &r, nil
 }
 
-const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until`
+const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
 
 func scanJob(row interface{ Scan(...any) error }) (*store.Job, error) {
 	var (
@@ -340,12 +341,15 @@ func scanJob(row interface{ Scan(...any) error }) (*store.Job, error) {
 		payload, grabbedBy sql.NullString
 		created, next      int64
 		grabbedUntil       sql.NullInt64
+		key                sql.NullString
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
-		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil)
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter)
 	if err != nil {
 		return nil, err
 	}
+	j.UniqueKey = key.String
 	if payload.Valid {
 		j.Payload = []byte(payload.String)
 	}
@@ -372,17 +376,14 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	}
 	ids := make([]int64, len(jobs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `/* rowq:jobs.insert */
-			INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay)
-			VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		now := s.micros()
 		for i, j := range jobs {
-			res, err := stmt.ExecContext(ctx, j.Queue, j.Category, j.URL, nullPayload(j.Payload), now, now+j.RunAfter.Microseconds(),
-				j.Timeout, j.MaxRetries, j.RetryDelay)
+			res, err := stmt.ExecContext(ctx, insertArgs(j, now)...)
 			if err != nil {
 				return err
 			}
@@ -417,7 +418,7 @@ const grabSQL = `/* rowq:jobs.grab */
 	WHERE id IN (` + grabSelectSQL + `)
 	RETURNING ` + jobCols
 
-const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'waiting' AND next_try <= ?4 ORDER BY next_try, id LIMIT ?5`
+const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'waiting' AND next_try <= ?4 ORDER BY priority DESC, next_try, id LIMIT ?5`
 
 // JobsGrab marks due jobs as grabbed by the node and returns them.
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
@@ -439,6 +440,9 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
 	sort.Slice(jobs, func(a, b int) bool {
+		if jobs[a].Priority != jobs[b].Priority {
+			return jobs[a].Priority > jobs[b].Priority
+		}
 		if !jobs[a].NextTry.Equal(jobs[b].NextTry) {
 			return jobs[a].NextTry.Before(jobs[b].NextTry)
 		}
@@ -502,7 +506,8 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	return nil
 }
 
-const failedCols = `id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at`
+const failedCols = `id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
 
 func scanFailed(row interface{ Scan(...any) error }) (*store.FailedJob, error) {
 	var (
@@ -510,7 +515,8 @@ func scanFailed(row interface{ Scan(...any) error }) (*store.FailedJob, error) {
 		payload           sql.NullString
 		failedAt, created int64
 	)
-	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message, &f.FailCount, &failedAt, &created)
+	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message, &f.FailCount, &failedAt, &created,
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
 	if err != nil {
 		return nil, err
 	}
@@ -526,8 +532,10 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	var f *store.FailedJob
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
-			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
-			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at
+			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
 			FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?
 			RETURNING `+failedCols, p.Status, p.Code, p.Message, s.micros(), p.ID, p.Node)
 		var err error

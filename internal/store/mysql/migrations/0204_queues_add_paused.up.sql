@@ -1,0 +1,2 @@
+/* rowq:migrate.queues_add_paused */
+ALTER TABLE queues ADD COLUMN paused BOOLEAN NOT NULL DEFAULT FALSE
