@@ -9,13 +9,13 @@ import (
 )
 
 // jobsListSQL builds the listing query for a kind and direction. It walks
-// jobs_fetch (queue_name, state, next_try, then the primary key) in index
+// jobs_list (queue_name, state, next_try, id) in index
 // order; the keyset condition is written as a range on next_try plus a
 // tie-break so that both MySQL and MariaDB use it as an index range.
 // Arguments: queue, state, [next_try, next_try, id,] limit.
 func jobsListSQL(kind string, desc, after bool) string {
 	q := `/* rowq:inspect.jobs_list */ SELECT ` + jobCols + `
-	FROM jobs FORCE INDEX (jobs_fetch)
+	FROM jobs FORCE INDEX (jobs_list)
 	WHERE queue_name = ? AND state = ?`
 	switch kind {
 	case store.JobsWaiting:

@@ -66,7 +66,7 @@ func TestInspect_ListingsWalkIndexesWithoutFilesort(t *testing.T) {
 					args = append(args, now, now, 1000)
 				}
 				args = append(args, 100)
-				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), mysql.JobsListSQL(kind, desc, after), "jobs_fetch", args...)
+				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), mysql.JobsListSQL(kind, desc, after), "jobs_list", args...)
 			}
 		}
 	}

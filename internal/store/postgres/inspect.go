@@ -7,7 +7,7 @@ import (
 )
 
 // jobsListSQL builds the listing query for a kind and direction. It walks
-// jobs_fetch (queue_name, state, next_try, id) in index order; the keyset
+// jobs_list (queue_name, state, next_try, id) in index order; the keyset
 // condition is a row comparison, which PostgreSQL uses as an index bound.
 // Arguments: $1 queue, $2 state, $3 limit, [$4 next_try, $5 id].
 func jobsListSQL(kind string, desc, after bool) string {

@@ -83,7 +83,7 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 				if after {
 					args = append(args, now, 1000)
 				}
-				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), postgres.JobsListSQL(kind, desc, after), "jobs_fetch", args...)
+				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), postgres.JobsListSQL(kind, desc, after), "jobs_list", args...)
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // jobsListSQL builds the listing query for a kind and direction. It walks
-// jobs_fetch (queue_name, state, next_try, then the rowid, which is id) in
+// jobs_list (queue_name, state, next_try, id) in
 // index order. Arguments: ?1 queue, ?2 state, ?3 limit, ?4 now, [?5
 // next_try, ?6 id].
 func jobsListSQL(kind string, desc, after bool) string {

@@ -50,7 +50,7 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 				if after {
 					args = append(args, 0, 10)
 				}
-				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), jobsListSQL(kind, desc, after), "jobs_fetch", args...)
+				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), jobsListSQL(kind, desc, after), "jobs_list", args...)
 			}
 		}
 	}
