@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/store"
@@ -43,14 +44,19 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
+	// RouteCacheTTL is how long an enqueue may use a remembered routing
+	// instead of reading it: the time within which a routing or queue
+	// change made on another node is seen here. 0 turns the cache off.
+	RouteCacheTTL time.Duration
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
 type API struct {
-	cfg    Config
-	log    *slog.Logger
-	mux    *http.ServeMux
-	insert *batch.Batcher[*store.JobInsertParams, inserted]
+	cfg        Config
+	log        *slog.Logger
+	mux        *http.ServeMux
+	insert     *batch.Batcher[*store.JobInsertParams, inserted]
+	routeCache *routeCache
 }
 
 // New builds the API.
@@ -61,7 +67,7 @@ func New(cfg Config) *API {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
 	a.insert = batch.New(a.insertJobs, 200, 4)
 	a.routes()

@@ -110,7 +110,12 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 
 // route finds the queue for a category: its routing, else the default
 // queue. The routing's queue must exist.
+// Answers that lead to an insert are cached (see routeCache).
 func (a *API) route(ctx context.Context, category string) (string, error) {
+	if q, ok := a.routeCache.get(category); ok {
+		return q, nil
+	}
+	started := time.Now()
 	rt, err := a.cfg.Store.RoutingGet(ctx, category)
 	switch {
 	case err == nil:
@@ -119,10 +124,12 @@ func (a *API) route(ctx context.Context, category string) (string, error) {
 		} else if err != nil {
 			return "", err
 		}
+		a.routeCache.put(category, rt.QueueName, started)
 		return rt.QueueName, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
 	case a.cfg.DefaultQueue != "":
+		a.routeCache.put(category, a.cfg.DefaultQueue, started)
 		return a.cfg.DefaultQueue, nil
 	default:
 		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)

@@ -133,6 +133,7 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
+		RouteCacheTTL: cfg.ConfigRefreshInterval,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
