@@ -49,6 +49,8 @@ type Store interface {
 	// Close releases the connection pools.
 	Close() error
 
+	Handoff // perf.go: jobs inserted already grabbed by the accepting node
+
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.
 	NodeHeartbeat(ctx context.Context, p *NodeHeartbeatParams) error
