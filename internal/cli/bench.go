@@ -23,11 +23,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rowq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		o      bench.Options
-		dbURL  = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
-		target = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
-		runs   = fs.Int("runs", 3, "runs; the report gives each and the median")
-		prof   = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
+		o       bench.Options
+		dbURL   = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
+		target  = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
+		runs    = fs.Int("runs", 3, "runs; the report gives each and the median")
+		handoff = fs.Bool("handoff", true, "let the in-process node hand jobs straight to its dispatcher (local hand-off)")
+		prof    = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
 	)
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
@@ -66,6 +67,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		cfg.Bind = "127.0.0.1:0"
 		cfg.DatabaseURL = *dbURL
 		cfg.QueueDefault = ""
+		cfg.DispatchHandoff = *handoff
 		s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return err

@@ -48,6 +48,9 @@ type Config struct {
 	RescueInterval time.Duration
 	// BatchSize bounds the jobs taken by one grab (100).
 	BatchSize int
+	// Handoff lets Reserve hand jobs enqueued on this node straight to
+	// its runners (see handoff.go).
+	Handoff bool
 }
 
 func (c *Config) setDefaults() {

@@ -25,6 +25,7 @@ type runner struct {
 	done     chan struct{} // run has returned: no delivery left
 	wg       sync.WaitGroup
 	failing  atomic.Bool // the last store call failed: log the next failure quietly
+	ho       handoffState
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -67,7 +68,7 @@ func (r *runner) nudge() {
 
 // halt stops grabbing and waits until the deliveries in flight are done.
 func (r *runner) halt() {
-	r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(r.closeStop)
 	<-r.done
 }
 
@@ -109,8 +110,15 @@ func (r *runner) run() {
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
 		if free > 0 {
-			n := min(int(free), cfg.BatchSize)
+			gen := r.grabStart()
+			n := int(r.takeSlots(int64(min(int(free), cfg.BatchSize))))
+			if n == 0 {
+				r.grabbed(false, gen)
+				continue // hand-offs took the free slots meanwhile
+			}
 			jobs, err := r.grab(n)
+			r.releaseSlots(int64(n - len(jobs)))
+			r.grabbed(err == nil && len(jobs) < n, gen)
 			switch {
 			case err != nil:
 				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
@@ -191,6 +199,7 @@ func (r *runner) rescue() {
 		r.storeErr("rescue expired grabs", err)
 	} else if n > 0 {
 		r.log.Info("rescued jobs whose holder vanished", "jobs", n)
+		r.markBacklog()
 		r.nudge()
 	}
 }
@@ -203,28 +212,23 @@ func (r *runner) extend() {
 	}
 }
 
+// start delivers grabbed jobs; their worker slots were taken before the
+// grab.
 func (r *runner) start(jobs []*store.Job) {
 	for _, j := range jobs {
-		r.inflight.Add(1)
-		r.wg.Go(func() {
-			defer func() {
-				r.inflight.Add(-1)
-				select {
-				case r.freed <- struct{}{}:
-				default:
-				}
-			}()
-			r.process(j)
-		})
+		r.wg.Go(func() { r.process(j) })
 	}
 }
 
 // process delivers one job and records the outcome: success removes it,
 // a failure with retries left puts it back after retry_delay, anything else
-// moves it to the failure log.
+// moves it to the failure log. The job's worker slot is given back once the
+// worker has answered: max_workers bounds deliveries, and recording the
+// outcome (batched with others) must not hold a slot.
 func (r *runner) process(j *store.Job) {
 	d := r.d
 	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
+	r.releaseSlots(1)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again
 	}

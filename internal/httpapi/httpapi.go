@@ -48,6 +48,9 @@ type Config struct {
 	// instead of reading it: the time within which a routing or queue
 	// change made on another node is seen here. 0 turns the cache off.
 	RouteCacheTTL time.Duration
+	// Handoff, when set, lets an enqueue hand its job straight to this
+	// node's dispatcher (see handoff.go).
+	Handoff Handoff
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -57,6 +60,8 @@ type API struct {
 	mux        *http.ServeMux
 	insert     *batch.Batcher[*store.JobInsertParams, inserted]
 	routeCache *routeCache
+	// insertGrabbed is the group commit of handed-off jobs.
+	insertGrabbed *batch.Batcher[*store.JobInsertParams, inserted]
 }
 
 // New builds the API.
@@ -70,12 +75,16 @@ func New(cfg Config) *API {
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
 	a.insert = batch.New(a.insertJobs, 200, 4)
+	a.insertGrabbed = batch.New(a.insertGrabbedJobs, 200, 4)
 	a.routes()
 	return a
 }
 
 // Close waits for pending enqueues to be written.
-func (a *API) Close() { a.insert.Close() }
+func (a *API) Close() {
+	a.insert.Close()
+	a.insertGrabbed.Close()
+}
 
 func (a *API) routes() {
 	a.handle("POST /job/{category}", a.pushJob)

@@ -91,16 +91,9 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 		RetryDelay: int(valueOr(req.RetryDelay, 0)),
 	}
 	// The answer goes out only after the commit: 2xx means durable.
-	res, err := a.insert.Do(r.Context(), p)
-	if err == nil {
-		err = res.err
-	}
+	id, err := a.enqueue(r.Context(), p)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue job: %w", err)
-	}
-	id := res.id
-	if p.RunAfter == 0 && a.cfg.Waker != nil {
-		a.cfg.Waker.Wake(queue)
 	}
 	return &jobPushed{
 		ID: id, QueueName: queue, Category: category, URL: req.URL, Payload: req.Payload,

@@ -123,6 +123,7 @@ func (s *Server) Start(ctx context.Context) error {
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
+		Handoff:         cfg.DispatchHandoff,
 	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
@@ -134,6 +135,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 		RouteCacheTTL: cfg.ConfigRefreshInterval,
+		Handoff:       s.disp,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
