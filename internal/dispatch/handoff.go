@@ -137,6 +137,7 @@ func (d *Dispatcher) Reserve(queue string) (deliver func(*store.Job), release fu
 		once.Do(func() {
 			go func() {
 				defer r.wg.Done()
+				defer r.releaseSlots(1)
 				r.process(j)
 			}()
 		})

@@ -216,19 +216,19 @@ func (r *runner) extend() {
 // grab.
 func (r *runner) start(jobs []*store.Job) {
 	for _, j := range jobs {
-		r.wg.Go(func() { r.process(j) })
+		r.wg.Go(func() {
+			defer r.releaseSlots(1)
+			r.process(j)
+		})
 	}
 }
 
 // process delivers one job and records the outcome: success removes it,
 // a failure with retries left puts it back after retry_delay, anything else
-// moves it to the failure log. The job's worker slot is given back once the
-// worker has answered: max_workers bounds deliveries, and recording the
-// outcome (batched with others) must not hold a slot.
+// moves it to the failure log.
 func (r *runner) process(j *store.Job) {
 	d := r.d
 	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
-	r.releaseSlots(1)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again
 	}
