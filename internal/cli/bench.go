@@ -34,12 +34,23 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue")
 	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
+	fs.IntVar(&o.Batch, "batch", 0, "enqueue with POST /jobs, this many jobs a request; 0 = POST /job/{category}, one job a request")
+	backlog := fs.Int("backlog", 0, "write this many jobs into the database before their queue exists, then create it and measure the drain (needs --database-url, also with --server)")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *runs < 1 {
 		return fmt.Errorf("runs: must be at least 1")
+	}
+	if *backlog < 0 || o.Batch < 0 {
+		return fmt.Errorf("backlog, batch: must not be negative")
+	}
+	if *backlog > 0 {
+		if *target != "" && *dbURL == "" {
+			return fmt.Errorf("backlog: needs --database-url, the database of the --server node")
+		}
+		o.Backlog, o.Jobs = true, *backlog
 	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -78,6 +89,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		defer s.Stop(nil)
 		o.Server = "http://" + s.Addr()
 	}
+	o.DatabaseURL = *dbURL
 	fmt.Fprintf(stdout, "rowq bench: %s; server %s; GOMAXPROCS %d\n", o.Label(), o.Server, runtime.GOMAXPROCS(0))
 	var e2e, enq []float64
 	var p50, p99 []time.Duration
