@@ -109,7 +109,8 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 {
+		want := r.grabWant(q)
+		if free >= want {
 			gen := r.grabStart()
 			n := int(r.takeSlots(int64(min(int(free), cfg.BatchSize))))
 			if n == 0 {
@@ -146,7 +147,7 @@ func (r *runner) run() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free <= 0 {
+		if free < want {
 			freed = r.freed
 		}
 		timer.Reset(max(wait, time.Millisecond))
