@@ -1,7 +1,9 @@
 // Package bench drives a rowq server as clients would and measures it: it
 // runs its own loopback worker, enqueues jobs over HTTP from concurrent
-// clients, and reports enqueue and end-to-end rates, enqueue→worker latency
-// percentiles, and the jobs lost or delivered twice.
+// clients (one job per request, POST /jobs batches, or a fixed offered
+// rate), or pre-fills a backlog and lets it drain, and reports enqueue and
+// end-to-end rates, enqueue→worker latency percentiles, and the jobs lost or
+// delivered twice.
 package bench
 
 import (
@@ -13,11 +15,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/backend"
 )
 
 // Options configures a run.
@@ -30,6 +37,14 @@ type Options struct {
 	// Rate, when > 0, offers this many jobs per second in total (latency
 	// mode) instead of enqueueing as fast as the clients can.
 	Rate float64
+	// Batch, when > 0, enqueues with POST /jobs, this many jobs a request.
+	Batch int
+	// Backlog, when true, writes the Jobs straight into the database
+	// (DatabaseURL) for a queue that does not exist yet, so that no node
+	// leads it, then creates the queue and measures how fast the backlog
+	// drains. Clients, Rate and Batch are unused.
+	Backlog     bool
+	DatabaseURL string
 	// Settle is how long to wait after the last delivery for duplicates.
 	Settle time.Duration
 	// Timeout bounds the wait for all deliveries.
@@ -45,22 +60,40 @@ type Result struct {
 	Duplicates    int // deliveries beyond the first
 	Lost          int // enqueued but never delivered
 	EnqueueTime   time.Duration
-	EndToEndTime  time.Duration // first enqueue to last delivery
-	P50, P95, P99 time.Duration // enqueue request start → worker receives
+	EndToEndTime  time.Duration // first enqueue (backlog: queue created) to last delivery
+	P50, P95, P99 time.Duration // enqueue request start (backlog: queue created) → worker receives
+	// FillTime is how long writing the backlog took (backlog mode).
+	FillTime time.Duration
+	// PeakRSS is the bench process's peak resident set size (VmHWM) in
+	// bytes: with the node in process it covers the node, the worker and
+	// the clients. 0 where /proc is not available.
+	PeakRSS int64
 }
 
 // EnqueueRate is jobs accepted per second.
 func (r *Result) EnqueueRate() float64 { return float64(r.Enqueued) / r.EnqueueTime.Seconds() }
 
-// EndToEndRate is jobs delivered per second from first enqueue to last delivery.
+// EndToEndRate is jobs delivered per second from first enqueue to last
+// delivery; in backlog mode, the drain rate.
 func (r *Result) EndToEndRate() float64 { return float64(r.Delivered) / r.EndToEndTime.Seconds() }
 
 func (r *Result) String() string {
-	return fmt.Sprintf("jobs=%d enqueued=%d enqueue_errors=%d delivered=%d lost=%d duplicates=%d\n"+
-		"enqueue: %.0f jobs/s (%v)\nend to end: %.0f jobs/s (%v)\nlatency enqueue→worker: p50=%v p95=%v p99=%v",
-		r.Jobs, r.Enqueued, r.EnqueueErrors, r.Delivered, r.Lost, r.Duplicates,
-		r.EnqueueRate(), r.EnqueueTime.Round(time.Millisecond), r.EndToEndRate(), r.EndToEndTime.Round(time.Millisecond),
+	var b strings.Builder
+	fmt.Fprintf(&b, "jobs=%d enqueued=%d enqueue_errors=%d delivered=%d lost=%d duplicates=%d\n",
+		r.Jobs, r.Enqueued, r.EnqueueErrors, r.Delivered, r.Lost, r.Duplicates)
+	if r.FillTime > 0 {
+		fmt.Fprintf(&b, "backlog: written in %v, drained at %.0f jobs/s (%v)\n",
+			r.FillTime.Round(time.Millisecond), r.EndToEndRate(), r.EndToEndTime.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "enqueue: %.0f jobs/s (%v)\nend to end: %.0f jobs/s (%v)\n",
+			r.EnqueueRate(), r.EnqueueTime.Round(time.Millisecond), r.EndToEndRate(), r.EndToEndTime.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "latency enqueue→worker: p50=%v p95=%v p99=%v",
 		r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond))
+	if r.PeakRSS > 0 {
+		fmt.Fprintf(&b, "\npeak RSS of the bench process: %d MiB", r.PeakRSS>>20)
+	}
+	return b.String()
 }
 
 // worker is the loopback worker; payloads are {"seq": n}.
@@ -97,10 +130,54 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Write(success)
 }
 
+// client is the bench's HTTP client of the rowq API.
+type client struct {
+	http   *http.Client
+	server string
+}
+
+// call sends body (already JSON, or nil) and decodes a 200 answer into out
+// (when not nil).
+func (c *client) call(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.server+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+func (c *client) json(ctx context.Context, method, path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, method, path, b, nil)
+}
+
 // Run performs one benchmark run against a running server.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if o.Jobs <= 0 || o.Clients <= 0 {
-		return nil, errors.New("bench: jobs and clients must be positive")
+	switch {
+	case o.Jobs <= 0:
+		return nil, errors.New("bench: jobs must be positive")
+	case !o.Backlog && o.Clients <= 0:
+		return nil, errors.New("bench: clients must be positive")
+	case o.Backlog && o.DatabaseURL == "":
+		return nil, errors.New("bench: backlog mode needs the server's database URL")
 	}
 	w := &worker{
 		sent: make([]atomic.Int64, o.Jobs), accepted: make([]atomic.Bool, o.Jobs), count: make([]atomic.Int32, o.Jobs),
@@ -115,84 +192,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer ws.Close()
 	workerURL := "http://" + ln.Addr().String() + "/work"
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients * 2, MaxIdleConns: o.Clients * 2}}
-	api := func(method, path string, body any) error {
-		b, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, method, o.Server+path, bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, out)
-		}
-		return nil
+	c := &client{
+		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients*2 + 2, MaxIdleConns: o.Clients*2 + 2}},
+		server: o.Server,
 	}
 	category := "bench-" + o.Queue
-	if err := api("PUT", "/queue/"+o.Queue, map[string]any{"max_workers": o.MaxWorkers}); err != nil {
-		return nil, err
-	}
-	if err := api("PUT", "/routing/"+category, map[string]any{"queue_name": o.Queue}); err != nil {
-		return nil, err
-	}
-
-	// A new queue is claimed by a node at its next refresh (1 s by
-	// default); measure dispatch, not that wait.
-	for deadline := time.Now().Add(30 * time.Second); api("GET", "/queue/"+o.Queue+"/node", nil) != nil; {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no node took queue %s within 30s", o.Queue)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-
 	res := &Result{Jobs: o.Jobs}
-	var (
-		next     atomic.Int64
-		enqueued atomic.Int64
-		failed   atomic.Int64
-		wg       sync.WaitGroup
-	)
-	var tick <-chan time.Time
-	if o.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / o.Rate))
-		defer t.Stop()
-		tick = t.C
+	var start time.Time
+	if o.Backlog {
+		if start, err = fillBacklog(ctx, o, c, w, category, workerURL, res); err != nil {
+			return nil, err
+		}
+	} else {
+		if start, err = enqueue(ctx, o, c, w, category, workerURL, res); err != nil {
+			return nil, err
+		}
 	}
-	start := time.Now()
-	for range o.Clients {
-		wg.Go(func() {
-			body := map[string]any{"url": workerURL, "payload": map[string]int{"seq": 0}}
-			for {
-				seq := int(next.Add(1) - 1)
-				if seq >= o.Jobs {
-					return
-				}
-				if tick != nil {
-					select {
-					case <-tick:
-					case <-ctx.Done():
-						return
-					}
-				}
-				body["payload"] = map[string]int{"seq": seq}
-				w.sent[seq].Store(time.Now().UnixNano())
-				if err := api("POST", "/job/"+category, body); err != nil {
-					failed.Add(1)
-					continue
-				}
-				w.accepted[seq].Store(true)
-				enqueued.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	res.EnqueueTime = time.Since(start)
-	res.Enqueued, res.EnqueueErrors = int(enqueued.Load()), int(failed.Load())
 
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -221,7 +236,188 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	slices.Sort(lat)
 	res.P50, res.P95, res.P99 = pct(lat, 50), pct(lat, 95), pct(lat, 99)
+	res.PeakRSS = peakRSS()
 	return res, nil
+}
+
+// enqueue creates the queue and routing, waits until a node leads the
+// queue, and enqueues the jobs from o.Clients clients. It returns when the
+// first enqueue began.
+func enqueue(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, map[string]any{"max_workers": o.MaxWorkers}); err != nil {
+		return time.Time{}, err
+	}
+	if err := c.json(ctx, "PUT", "/routing/"+category, map[string]any{"queue_name": o.Queue}); err != nil {
+		return time.Time{}, err
+	}
+	// A new queue is claimed by a node at its next refresh (1 s by
+	// default); measure dispatch, not that wait.
+	for deadline := time.Now().Add(30 * time.Second); c.call(ctx, "GET", "/queue/"+o.Queue+"/node", nil, nil) != nil; {
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("no node took queue %s within 30s", o.Queue)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	var (
+		next     atomic.Int64
+		enqueued atomic.Int64
+		failed   atomic.Int64
+		wg       sync.WaitGroup
+	)
+	var tick <-chan time.Time
+	if o.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / o.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	per := max(o.Batch, 1)
+	start := time.Now()
+	for range o.Clients {
+		wg.Go(func() {
+			var body []byte
+			for {
+				first := int(next.Add(int64(per))) - per
+				if first >= o.Jobs {
+					return
+				}
+				end := min(first+per, o.Jobs)
+				if tick != nil {
+					select {
+					case <-tick:
+					case <-ctx.Done():
+						return
+					}
+				}
+				var err error
+				if o.Batch > 0 {
+					body = batchBody(body[:0], category, workerURL, first, end)
+					now := time.Now().UnixNano()
+					for seq := first; seq < end; seq++ {
+						w.sent[seq].Store(now)
+					}
+					var out struct {
+						Jobs []struct {
+							ID int64 `json:"id"`
+						} `json:"jobs"`
+					}
+					err = c.call(ctx, "POST", "/jobs", body, &out)
+					if err == nil && len(out.Jobs) != end-first {
+						err = fmt.Errorf("POST /jobs answered %d jobs for %d", len(out.Jobs), end-first)
+					}
+				} else {
+					body = jobBody(body[:0], workerURL, first)
+					w.sent[first].Store(time.Now().UnixNano())
+					err = c.call(ctx, "POST", "/job/"+category, body, nil)
+				}
+				if err != nil {
+					if failed.Add(int64(end-first)) == int64(end-first) {
+						fmt.Fprintf(os.Stderr, "rowq bench: first enqueue error: %v\n", err)
+					}
+					continue
+				}
+				for seq := first; seq < end; seq++ {
+					w.accepted[seq].Store(true)
+				}
+				enqueued.Add(int64(end - first))
+			}
+		})
+	}
+	wg.Wait()
+	res.EnqueueTime = time.Since(start)
+	res.Enqueued, res.EnqueueErrors = int(enqueued.Load()), int(failed.Load())
+	return start, nil
+}
+
+// jobBody appends the body of POST /job/{category} for job seq.
+func jobBody(b []byte, url string, seq int) []byte {
+	b = append(b, '{')
+	return append(jobFields(b, url, seq), '}')
+}
+
+// jobFields appends a job's url and payload fields.
+func jobFields(b []byte, url string, seq int) []byte {
+	b = append(b, `"url":`...)
+	b = strconv.AppendQuote(b, url)
+	b = append(b, `,"payload":{"seq":`...)
+	b = strconv.AppendInt(b, int64(seq), 10)
+	return append(b, '}')
+}
+
+// batchBody appends the body of POST /jobs for jobs first..end-1.
+func batchBody(b []byte, category, url string, first, end int) []byte {
+	b = append(b, `{"jobs":[`...)
+	for seq := first; seq < end; seq++ {
+		if seq > first {
+			b = append(b, ',')
+		}
+		b = append(b, `{"category":`...)
+		b = strconv.AppendQuote(b, category)
+		b = append(b, ',')
+		b = append(jobFields(b, url, seq), '}')
+	}
+	return append(b, "]}"...)
+}
+
+// backlogChunk is how many jobs one insert of the backlog writes.
+const backlogChunk = 1000
+
+// fillBacklog writes o.Jobs jobs for o.Queue straight into the database
+// while the queue does not exist (so no node leads it and none is
+// delivered), then creates the queue and its routing through the API. It
+// returns when the queue was created: the start of the drain.
+func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
+	st, err := backend.Open(o.DatabaseURL)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return time.Time{}, err
+	}
+	began := time.Now()
+	jobs := make([]*store.JobInsertParams, 0, backlogChunk)
+	for first := 0; first < o.Jobs; first += backlogChunk {
+		jobs = jobs[:0]
+		end := min(first+backlogChunk, o.Jobs)
+		for seq := first; seq < end; seq++ {
+			jobs = append(jobs, &store.JobInsertParams{Queue: o.Queue, Category: category, URL: workerURL,
+				Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)})
+		}
+		if _, err := st.JobsInsert(ctx, jobs); err != nil {
+			return time.Time{}, fmt.Errorf("write backlog: %w", err)
+		}
+		for seq := first; seq < end; seq++ {
+			w.accepted[seq].Store(true)
+		}
+	}
+	res.FillTime = time.Since(began)
+	res.Enqueued = o.Jobs
+	res.EnqueueTime = res.FillTime
+
+	start := time.Now()
+	for i := range w.sent {
+		w.sent[i].Store(start.UnixNano())
+	}
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, map[string]any{"max_workers": o.MaxWorkers}); err != nil {
+		return time.Time{}, err
+	}
+	return start, nil
+}
+
+// peakRSS reads this process's VmHWM from /proc, in bytes; 0 if unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
@@ -233,9 +429,14 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 // Label describes a run's settings for reports.
 func (o Options) Label() string {
-	mode := "max rate"
-	if o.Rate > 0 {
+	mode := "max rate, one job a request"
+	switch {
+	case o.Backlog:
+		return fmt.Sprintf("backlog of %d jobs, max_workers %d", o.Jobs, o.MaxWorkers)
+	case o.Rate > 0:
 		mode = strconv.FormatFloat(o.Rate, 'f', 0, 64) + " jobs/s offered"
+	case o.Batch > 0:
+		mode = fmt.Sprintf("max rate, POST /jobs with %d jobs a request", o.Batch)
 	}
 	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s", o.Jobs, o.Clients, o.MaxWorkers, mode)
 }

@@ -23,22 +23,34 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rowq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		o      bench.Options
-		dbURL  = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
-		target = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
-		runs   = fs.Int("runs", 3, "runs; the report gives each and the median")
-		prof   = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
+		o       bench.Options
+		dbURL   = fs.String("database-url", "", "start a node in this process on this database (default: sqlite in a temp dir)")
+		target  = fs.String("server", "", "base URL of a running rowq to drive instead, e.g. http://127.0.0.1:8080")
+		runs    = fs.Int("runs", 3, "runs; the report gives each and the median")
+		handoff = fs.Bool("handoff", true, "let the in-process node hand jobs straight to its dispatcher (local hand-off)")
+		prof    = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
 	)
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue")
 	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
+	fs.IntVar(&o.Batch, "batch", 0, "enqueue with POST /jobs, this many jobs a request; 0 = POST /job/{category}, one job a request")
+	backlog := fs.Int("backlog", 0, "write this many jobs into the database before their queue exists, then create it and measure the drain (needs --database-url, also with --server)")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *runs < 1 {
 		return fmt.Errorf("runs: must be at least 1")
+	}
+	if *backlog < 0 || o.Batch < 0 {
+		return fmt.Errorf("backlog, batch: must not be negative")
+	}
+	if *backlog > 0 {
+		if *target != "" && *dbURL == "" {
+			return fmt.Errorf("backlog: needs --database-url, the database of the --server node")
+		}
+		o.Backlog, o.Jobs = true, *backlog
 	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -66,6 +78,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		cfg.Bind = "127.0.0.1:0"
 		cfg.DatabaseURL = *dbURL
 		cfg.QueueDefault = ""
+		cfg.DispatchHandoff = *handoff
 		s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return err
@@ -76,6 +89,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		defer s.Stop(nil)
 		o.Server = "http://" + s.Addr()
 	}
+	o.DatabaseURL = *dbURL
 	fmt.Fprintf(stdout, "rowq bench: %s; server %s; GOMAXPROCS %d\n", o.Label(), o.Server, runtime.GOMAXPROCS(0))
 	var e2e, enq []float64
 	var p50, p99 []time.Duration

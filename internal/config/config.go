@@ -36,6 +36,7 @@ type Config struct {
 	DispatchKeepAlive       bool
 	DispatchMaxConnsPerHost int
 	DispatchIdleConnTimeout time.Duration
+	DispatchHandoff         bool
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -62,6 +63,7 @@ func Default() Config {
 		DispatchKeepAlive:           true,
 		DispatchMaxConnsPerHost:     0,
 		DispatchIdleConnTimeout:     90 * time.Second,
+		DispatchHandoff:             true,
 		LogLevel:                    "info",
 		LogFormat:                   "text",
 	}
@@ -111,6 +113,8 @@ func (c *Config) options() []option {
 		{flag: "dispatch-idle-conn-timeout", env: "ROWQ_DISPATCH_IDLE_CONN_TIMEOUT", fireworq: "FIREWORQ_DISPATCH_IDLE_CONN_TIMEOUT",
 			value: (*durValue)(&c.DispatchIdleConnTimeout), usage: "how long an idle worker connection is kept",
 			fromFireworq: unitDur(&c.DispatchIdleConnTimeout, time.Second)},
+		{flag: "dispatch-handoff", env: "ROWQ_DISPATCH_HANDOFF", value: (*boolValue)(&c.DispatchHandoff),
+			usage: "hand a job enqueued on the node that leads its queue straight to its dispatcher when a worker slot is free and nothing is waiting"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "address peers reach this node at (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},

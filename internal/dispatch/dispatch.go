@@ -51,6 +51,9 @@ type Config struct {
 	BatchSize int
 	// Stats counts grabs, deliveries and busy workers; nil counts nothing.
 	Stats *stats.Recorder
+	// Handoff lets Reserve hand jobs enqueued on this node straight to
+	// its runners (see handoff.go).
+	Handoff bool
 }
 
 func (c *Config) setDefaults() {

@@ -28,6 +28,7 @@ type runner struct {
 	wg       sync.WaitGroup
 	failing  atomic.Bool // the last store call failed: log the next failure quietly
 	bucket   *bucket     // max_dispatches_per_second; used by run only
+	ho       handoffState
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -70,7 +71,7 @@ func (r *runner) nudge() {
 
 // halt stops grabbing and waits until the deliveries in flight are done.
 func (r *runner) halt() {
-	r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(r.closeStop)
 	<-r.done
 }
 
@@ -111,7 +112,8 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 && !q.Paused {
+		want := r.grabWant(q)
+		if free >= want && !q.Paused {
 			n := min(int(free), cfg.BatchSize)
 			tb := r.throttle(q, now)
 			if tb != nil {
@@ -121,10 +123,18 @@ func (r *runner) run() {
 				// Throttled: wait for the next token (or the poll).
 				wait = min(wait, tb.untilNext(now))
 			} else {
+				gen := r.grabStart()
+				n = int(r.takeSlots(int64(n)))
+				if n == 0 {
+					r.grabbed(false, gen)
+					continue // hand-offs took the free slots meanwhile
+				}
 				jobs, err := r.grab(n)
 				if tb != nil {
 					tb.take(len(jobs))
 				}
+				r.releaseSlots(int64(n - len(jobs)))
+				r.grabbed(err == nil && len(jobs) < n, gen)
 				switch {
 				case err != nil:
 					backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
@@ -153,7 +163,7 @@ func (r *runner) run() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free <= 0 {
+		if free < want {
 			freed = r.freed
 		}
 		timer.Reset(max(wait, time.Millisecond))
@@ -208,6 +218,7 @@ func (r *runner) rescue() {
 		r.storeErr("rescue expired grabs", err)
 	} else if n > 0 {
 		r.log.Info("rescued jobs whose holder vanished", "jobs", n)
+		r.markBacklog()
 		r.nudge()
 	}
 }
@@ -220,19 +231,12 @@ func (r *runner) extend() {
 	}
 }
 
+// start delivers grabbed jobs; their worker slots were taken before the
+// grab.
 func (r *runner) start(jobs []*store.Job) {
 	for _, j := range jobs {
-		r.inflight.Add(1)
-		r.d.cfg.Stats.Busy(r.name, 1)
 		r.wg.Go(func() {
-			defer func() {
-				r.d.cfg.Stats.Busy(r.name, -1)
-				r.inflight.Add(-1)
-				select {
-				case r.freed <- struct{}{}:
-				default:
-				}
-			}()
+			defer r.releaseSlots(1)
 			r.process(j)
 		})
 	}
@@ -244,6 +248,8 @@ func (r *runner) start(jobs []*store.Job) {
 // failure log.
 func (r *runner) process(j *store.Job) {
 	d := r.d
+	d.cfg.Stats.Busy(r.name, 1)
+	defer d.cfg.Stats.Busy(r.name, -1)
 	began := time.Now()
 	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
 	elapsed := time.Since(began)

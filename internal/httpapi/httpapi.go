@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/stats"
@@ -46,15 +47,25 @@ type Config struct {
 	Settings any
 	// Stats counts accepted jobs; nil counts nothing.
 	Stats *stats.Recorder
+	// RouteCacheTTL is how long an enqueue may use a remembered routing
+	// instead of reading it: the time within which a routing or queue
+	// change made on another node is seen here. 0 turns the cache off.
+	RouteCacheTTL time.Duration
+	// Handoff, when set, lets an enqueue hand its job straight to this
+	// node's dispatcher (see handoff.go).
+	Handoff Handoff
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
 type API struct {
-	cfg      Config
-	log      *slog.Logger
-	mux      *http.ServeMux
-	insert   *batch.Batcher[*store.JobInsertParams, inserted]
-	patterns []string // route patterns, in registration order
+	cfg        Config
+	log        *slog.Logger
+	mux        *http.ServeMux
+	insert     *batch.Batcher[*store.JobInsertParams, inserted]
+	patterns   []string // route patterns, in registration order
+	routeCache *routeCache
+	// insertGrabbed is the group commit of handed-off jobs.
+	insertGrabbed *batch.Batcher[*store.JobInsertParams, inserted]
 }
 
 // New builds the API.
@@ -65,15 +76,19 @@ func New(cfg Config) *API {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
 	a.insert = batch.New(a.insertJobs, 200, 4)
+	a.insertGrabbed = batch.New(a.insertGrabbedJobs, 200, 4)
 	a.routes()
 	return a
 }
 
 // Close waits for pending enqueues to be written.
-func (a *API) Close() { a.insert.Close() }
+func (a *API) Close() {
+	a.insert.Close()
+	a.insertGrabbed.Close()
+}
 
 func (a *API) routes() {
 	a.handle("POST /job/{category}", a.pushJob)

@@ -88,18 +88,12 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 		return a.pushUnique(r.Context(), p)
 	}
 	// The answer goes out only after the commit: 2xx means durable.
-	res, err := a.insert.Do(r.Context(), p)
-	if err == nil {
-		err = res.err
-	}
+	id, err := a.enqueue(r.Context(), p)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue job: %w", err)
 	}
 	a.cfg.Stats.Pushed(p.Queue, 1)
-	if p.RunAfter == 0 && a.cfg.Waker != nil {
-		a.cfg.Waker.Wake(p.Queue)
-	}
-	return toJobPushed(p, store.JobPushed{ID: res.id}), nil
+	return toJobPushed(p, store.JobPushed{ID: id}), nil
 }
 
 // jobParams validates a job request and routes its category (through
@@ -136,7 +130,12 @@ func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, r
 
 // route finds the queue for a category: its routing, else the default
 // queue. The routing's queue must exist.
+// Answers that lead to an insert are cached (see routeCache).
 func (a *API) route(ctx context.Context, category string) (string, error) {
+	if q, ok := a.routeCache.get(category); ok {
+		return q, nil
+	}
+	started := time.Now()
 	rt, err := a.cfg.Store.RoutingGet(ctx, category)
 	switch {
 	case err == nil:
@@ -145,10 +144,12 @@ func (a *API) route(ctx context.Context, category string) (string, error) {
 		} else if err != nil {
 			return "", err
 		}
+		a.routeCache.put(category, rt.QueueName, started)
 		return rt.QueueName, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
 	case a.cfg.DefaultQueue != "":
+		a.routeCache.put(category, a.cfg.DefaultQueue, started)
 		return a.cfg.DefaultQueue, nil
 	default:
 		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)

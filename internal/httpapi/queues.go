@@ -96,6 +96,7 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		b := int(*req.MaxBurstSize)
 		q.MaxBurstSize = &b
 	}
+	defer a.routeCache.clear()
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)
 	if err != nil {
 		return nil, err
@@ -119,6 +120,7 @@ func (a *API) deleteQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
+	defer a.routeCache.clear()
 	q, err := a.cfg.Store.QueueDelete(r.Context(), name)
 	if err != nil {
 		return nil, notFound(err, "queue %q does not exist", name)

@@ -128,6 +128,7 @@ func (s *Server) Start(ctx context.Context) error {
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
 		Stats:           s.stats,
+		Handoff:         cfg.DispatchHandoff,
 	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
@@ -139,6 +140,8 @@ func (s *Server) Start(ctx context.Context) error {
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 		Stats:         s.stats,
+		RouteCacheTTL: cfg.ConfigRefreshInterval,
+		Handoff:       s.disp,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)

@@ -51,6 +51,7 @@ type Store interface {
 
 	Inspector
 	StatsKeeper
+	Handoff // perf.go: jobs inserted already grabbed by the accepting node
 
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.

@@ -52,14 +52,16 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	ids, err := s.jobsInsert(ctx, jobs)
+	ids, err := s.jobsInsert(ctx, jobs, nil)
 	if err != nil {
 		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), mapErr(err))
 	}
 	return ids, nil
 }
 
-func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
+// hold.Node until NOW(6) + hold.Lease (local hand-off).
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams) ([]int64, error) {
 	step, err := s.autoIncrementStep(ctx)
 	if err != nil {
 		return nil, err
@@ -69,11 +71,11 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	err = retry(ctx, func() error {
 		ids = ids[:0]
 		if len(chunks) == 1 {
-			return insertChunk(ctx, s.db, chunks[0], step, &ids)
+			return insertChunk(ctx, s.db, chunks[0], hold, step, &ids)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			for _, c := range chunks {
-				if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+				if err := insertChunk(ctx, tx, c, hold, step, &ids); err != nil {
 					return err
 				}
 			}
@@ -102,21 +104,28 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 // A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
 // consecutive ids (in steps of @@auto_increment_increment) in every
 // innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
-func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams, step int64, ids *[]int64) error {
 	var q strings.Builder
 	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
 		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
 		VALUES `)
-	args := make([]any, 0, 13*len(jobs))
+	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, NULL, NULL)"
+	if hold != nil {
+		row = "(?, ?, ?, ?, 'grabbed', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NOW(6) + INTERVAL ? MICROSECOND)"
+	}
+	args := make([]any, 0, 15*len(jobs))
 	for i, j := range jobs {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
+		q.WriteString(row)
 		// The driver sends a nil json.RawMessage as NULL.
 		args = append(args, j.Queue, j.Category, j.URL, j.Payload, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
 		args = append(args, extraArgs(&j.JobExtra)...)
+		if hold != nil {
+			args = append(args, hold.Node, hold.Lease.Microseconds())
+		}
 	}
 	res, err := db.ExecContext(ctx, q.String(), args...)
 	if err != nil {

@@ -63,7 +63,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 			if len(plain) > 0 {
 				var ids []int64
 				for _, c := range chunkInserts(plain) {
-					if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+					if err := insertChunk(ctx, tx, c, nil, step, &ids); err != nil {
 						return err
 					}
 				}
@@ -91,7 +91,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, step int64) (store.JobPushed, error) {
 	for range uniqueAttempts {
 		var ids []int64
-		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, step, &ids)
+		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, nil, step, &ids)
 		if err == nil {
 			return store.JobPushed{ID: ids[0]}, nil
 		}

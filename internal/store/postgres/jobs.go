@@ -67,6 +67,19 @@ const insertSQL = `/* rowq:jobs.insert */
 	ORDER BY n
 	RETURNING id`
 
+// insertGrabbedSQL is insertSQL for jobs already grabbed by $14 until
+// now() + $15 seconds (local hand-off).
+const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
+	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
+	SELECT q, c, u, p, 'grabbed', now(), now() + make_interval(secs => r), t, m, d, pr, k, b, dm, ji,
+		$14::text, now() + make_interval(secs => $15::float8)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[],
+		$9::int[], $10::text[], $11::text[], $12::int[], $13::float8[])
+		WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, pr, k, b, dm, ji, n)
+	ORDER BY n
+	RETURNING id`
+
 // insertArgs turns jobs into the arrays insertSQL takes.
 func insertArgs(jobs []*store.JobInsertParams) []any {
 	var (

@@ -16,6 +16,13 @@ const insertSQL = `/* rowq:jobs.insert */
 		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
 	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// insertGrabbedSQL inserts one job already grabbed; its arguments are
+// insertArgs, then the holder's node id and grabbed_until.
+const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
+	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
+	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // insertUniqueSQL inserts one job unless its unique key is taken, and then
 // returns no row.
 const insertUniqueSQL = insertSQL + ` ON CONFLICT (queue_name, unique_key) DO NOTHING RETURNING id`

@@ -371,19 +371,33 @@ func nullPayload(p []byte) any {
 
 // JobsInsert stores jobs in one transaction.
 func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+	return s.jobsInsert(ctx, jobs, nil)
+}
+
+// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
+// hold.Node until now + hold.Lease (local hand-off).
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams) ([]int64, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
 	ids := make([]int64, len(jobs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, insertSQL)
+		q := insertSQL
+		if hold != nil {
+			q = insertGrabbedSQL
+		}
+		stmt, err := tx.PrepareContext(ctx, q)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		now := s.micros()
 		for i, j := range jobs {
-			res, err := stmt.ExecContext(ctx, insertArgs(j, now)...)
+			args := insertArgs(j, now)
+			if hold != nil {
+				args = append(args, hold.Node, now+hold.Lease.Microseconds())
+			}
+			res, err := stmt.ExecContext(ctx, args...)
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, inspectTests...)
 	tests = append(tests, statsTests...)
 	tests = append(tests, jobsExtraTests...)
+	tests = append(tests, perfTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

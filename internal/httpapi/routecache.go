@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"sync"
+	"time"
+)
+
+// routeCache remembers, for a short time, which queue a category's jobs go
+// to, so that an enqueue does not read the routing and its queue from the
+// database every time. Routings and queues change rarely; enqueues are the
+// hot path.
+//
+// A change made through this node's API clears the cache at once. A change
+// made on another node (or directly in the database) is seen here within
+// ttl: that is the bound on how long this node may still route a category
+// to a queue that was deleted or re-routed elsewhere. Only answers that
+// lead to an insert are cached; a 404 is looked up every time, so a queue or
+// routing created anywhere is usable at once.
+type routeCache struct {
+	ttl time.Duration
+
+	mu        sync.RWMutex
+	entries   map[string]routeEntry
+	lastClear time.Time // when clear last ran
+}
+
+type routeEntry struct {
+	queue   string
+	expires time.Time
+}
+
+// maxRouteEntries bounds the cache; past it the cache starts over, which
+// costs one read per category and keeps memory flat whatever the number of
+// categories.
+const maxRouteEntries = 10000
+
+func newRouteCache(ttl time.Duration) *routeCache {
+	return &routeCache{ttl: ttl, entries: map[string]routeEntry{}}
+}
+
+// get returns the cached queue of category, if still fresh.
+func (c *routeCache) get(category string) (string, bool) {
+	if c.ttl <= 0 {
+		return "", false
+	}
+	c.mu.RLock()
+	e, ok := c.entries[category]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.expires) {
+		return "", false
+	}
+	return e.queue, true
+}
+
+// put remembers that category's jobs go to queue. started is when the
+// lookup began: an entry is fresh for ttl from the read, not from its end,
+// and a lookup that began before the last clear is not cached at all, so a
+// read racing a change on this node cannot bring back the old answer.
+func (c *routeCache) put(category, queue string, started time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !started.After(c.lastClear) {
+		return
+	}
+	if len(c.entries) >= maxRouteEntries {
+		c.entries = map[string]routeEntry{}
+	}
+	c.entries[category] = routeEntry{queue: queue, expires: started.Add(c.ttl)}
+}
+
+// clear forgets everything: a routing or queue changed on this node.
+func (c *routeCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = map[string]routeEntry{}
+	c.lastClear = time.Now()
+}
