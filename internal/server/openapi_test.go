@@ -219,7 +219,21 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("GET", "/queue/q/failed", "", 200)
 		failed := page.FailedJobs[0].ID
 		c.call("GET", fmt.Sprintf("/queue/q/failed/%d", failed), "", 200)
+		// rowq's additions: the entry goes back to its queue, fails again
+		// (the worker answers permanent-failure) and leaves a new entry.
+		c.call("POST", fmt.Sprintf("/queue/q/failed/%d/retry", failed), "", 200)
+		testworker.WaitFor(t, 30*time.Second, "the retried job's new failure log entry", func() bool {
+			json.Unmarshal(c.call("GET", "/queue/q/failed", "", 200), &page)
+			return len(page.FailedJobs) > 0
+		})
+		failed = page.FailedJobs[0].ID
 		c.call("DELETE", fmt.Sprintf("/queue/q/failed/%d", failed), "", 200)
+		c.call("POST", "/queue/q/failed/retry", `{"ids":[999999]}`, 200)
+		c.call("DELETE", "/queue/q/failed", `{"ids":[999999]}`, 200)
+		c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","payload":"batch","priority":5},{"category":"c","url":"`+w.URL+`","unique_key":"k1"}]}`, 200)
+		c.call("POST", "/job/c", jobBody("keyed", `,"unique_key":"k2","retry_backoff":"exponential","retry_delay":1,"retry_delay_max":10,"max_retries":2`), 200)
+		c.call("POST", "/queue/q2/pause", "", 200)
+		c.call("POST", "/queue/q2/resume", "", 200)
 		testworker.WaitFor(t, 30*time.Second, "a leader", func() bool {
 			res, err := http.Get("http://" + node.Addr() + "/queue/q/node")
 			if err == nil {
@@ -261,6 +275,11 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 			}
 		}
 		c.call("GET", "/queue/nope/stats", "", 404)
+		c.call("POST", "/jobs", `{"jobs":[]}`, 400)
+		c.call("POST", "/jobs", `{"jobs":[{"category":"c"}]}`, 400)
+		c.call("POST", "/queue/nope/pause", "", 404)
+		c.call("POST", "/queue/q/failed/999999/retry", "", 404)
+		c.call("POST", "/queue/q/failed/retry", `{"ids":"x"}`, 400)
 		c.call("GET", "/queue/-%20/stats", "", 400)
 
 		c.call("DELETE", "/routing/gone", "", 200)
