@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
+	// Locks serves the lock API; nil means a service on Store that relies
+	// on polling to hear of releases on other nodes.
+	Locks *lock.Service
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -60,6 +64,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Locks == nil {
+		cfg.Locks = lock.New(lock.Config{Store: cfg.Store, Logger: cfg.Logger})
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
@@ -84,6 +91,12 @@ func (a *API) routes() {
 	a.handle("GET /routing/{category}", a.getRouting)
 	a.handle("PUT /routing/{category}", a.putRouting)
 	a.handle("DELETE /routing/{category}", a.deleteRouting)
+
+	a.handleLock("PUT /lock/{name}", a.acquireLock)
+	a.handleLock("POST /lock/{name}/renew", a.renewLock)
+	a.handleLock("DELETE /lock/{name}", a.releaseLock)
+	a.handleLock("GET /lock/{name}", a.getLock)
+	a.handleLock("GET /locks", a.listLocks)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })

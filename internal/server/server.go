@@ -20,6 +20,7 @@ import (
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	store store.Store
 	api   *httpapi.API
 	disp  *dispatch.Dispatcher
+	locks *lock.Service
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
@@ -124,6 +126,8 @@ func (s *Server) Start(ctx context.Context) error {
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
 	})
+	s.locks = lock.New(lock.Config{Store: s.store, Logger: s.log})
+	s.locks.Start(ctx)
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -133,6 +137,7 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
+		Locks:         s.locks,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
@@ -188,6 +193,9 @@ func (s *Server) stop(hard <-chan struct{}) error {
 	}
 	if s.disp != nil {
 		s.disp.Stop(ctx)
+	}
+	if s.locks != nil {
+		s.locks.Stop()
 	}
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err)
