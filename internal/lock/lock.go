@@ -76,9 +76,10 @@ type Service struct {
 	mu     sync.Mutex
 	queues map[string]*waitQueue
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	closing chan struct{} // closed by Stop: waits end
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 // waitQueue is what the waiters of one name on this node share.
@@ -99,7 +100,8 @@ func New(cfg Config) *Service {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
-	return &Service{store: cfg.Store, log: cfg.Logger, poll: cfg.PollInterval, queues: map[string]*waitQueue{}}
+	return &Service{store: cfg.Store, log: cfg.Logger, poll: cfg.PollInterval, queues: map[string]*waitQueue{},
+		closing: make(chan struct{})}
 }
 
 // Start listens for releases on other nodes, if the store announces them,
@@ -132,10 +134,12 @@ func (s *Service) Start(ctx context.Context) {
 	}()
 }
 
-// Stop stops listening. It is idempotent and safe if Start was not called
-// or found no listener.
+// Stop ends every wait in progress (each makes a last attempt and answers
+// with its outcome, so that a shutting-down server need not wait for them)
+// and stops listening. It is idempotent and safe if Start was not called.
 func (s *Service) Stop() {
 	s.once.Do(func() {
+		close(s.closing)
 		if s.stop != nil {
 			close(s.stop)
 			<-s.done
@@ -183,6 +187,8 @@ func (s *Service) Acquire(ctx context.Context, p *AcquireParams) (*store.LockLea
 		defer func() { <-q.turn }()
 	case <-deadline.C:
 		return try()
+	case <-s.closing:
+		return try()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -198,6 +204,9 @@ func (s *Service) Acquire(ctx context.Context, p *AcquireParams) (*store.LockLea
 		case <-wake:
 		case <-pause.C:
 		case <-deadline.C:
+			pause.Stop()
+			return try()
+		case <-s.closing:
 			pause.Stop()
 			return try()
 		case <-ctx.Done():

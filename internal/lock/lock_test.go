@@ -169,3 +169,22 @@ func TestRenewRelease_NotHeld(t *testing.T) {
 		}
 	})
 }
+
+// Stop ends waits in progress with a last attempt, so that a node shutting
+// down need not wait minutes for its waiting requests.
+func TestStop_EndsWaits(t *testing.T) {
+	t.Parallel()
+	s := lock.New(lock.Config{Store: dbtest.Open(t, "sqlite"), PollInterval: time.Hour})
+	mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Hour, Limit: 1})
+	first := acquireAsync(t.Context(), s, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1, Wait: time.Hour})
+	second := acquireAsync(t.Context(), s, &lock.AcquireParams{Name: "l", Owner: "c", TTL: time.Minute, Limit: 1, Wait: time.Hour})
+	time.Sleep(100 * time.Millisecond)
+	s.Stop()
+	s.Stop()
+	for _, ch := range []<-chan result{first, second} {
+		var he *lock.HeldError
+		if r := waitResult(t, ch); !errors.As(r.err, &he) {
+			t.Fatalf("wait ended by Stop: %+v, %v; want a HeldError", r.lease, r.err)
+		}
+	}
+}

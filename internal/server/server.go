@@ -182,6 +182,11 @@ func (s *Server) stop(hard <-chan struct{}) error {
 		}
 	}()
 	var errs []error
+	if s.locks != nil {
+		// End lock waits first: the HTTP server's shutdown waits for the
+		// requests in flight, and a wait may last minutes.
+		s.locks.Stop()
+	}
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop HTTP server: %w", err))
@@ -194,9 +199,7 @@ func (s *Server) stop(hard <-chan struct{}) error {
 	if s.disp != nil {
 		s.disp.Stop(ctx)
 	}
-	if s.locks != nil {
-		s.locks.Stop()
-	}
+
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
