@@ -1,0 +1,27 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/rowq/rowq/client"
+)
+
+// Hold runs a function while holding a lock, renewing the lease in the
+// background; the function's context ends if the lease is lost. Pass the
+// fencing token to what the lock protects, so that it can refuse a holder
+// that lost the lock without knowing.
+func ExampleClient_Hold() {
+	c := client.New("http://127.0.0.1:8080", nil)
+	err := c.Hold(context.Background(), "nightly-report", client.DefaultOwner(),
+		client.AcquireOptions{TTL: 30 * time.Second, Wait: 10 * time.Second},
+		func(ctx context.Context, l *client.Lease) error {
+			fmt.Println("holding with token", l.Token)
+			return nil // do the work here, passing l.Token along, until ctx ends
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
