@@ -32,6 +32,7 @@ var commands = []command{
 	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
+	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 }
 
 func usage() string {
@@ -72,11 +73,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		err = commands[i].run(args[1:], stdout, stderr)
 	}
+	var exit *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &exit):
+		if exit.msg != "" {
+			fmt.Fprintln(stderr, "rowq:", exit.msg)
+		}
+		return exit.code
 	default:
 		fmt.Fprintln(stderr, "rowq:", err)
 		return 1
