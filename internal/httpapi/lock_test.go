@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
 // lease is a lease as the API answers it.
@@ -28,10 +27,12 @@ type lockAnswer struct {
 	Holders []*lease `json:"holders"`
 }
 
-// Validation happens before the database is reached: sqlite only.
+// Bad input is refused with a 400 naming the field, and takes nothing.
 func TestLock_BadInput(t *testing.T) {
-	t.Parallel()
-	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	forEachDialect(t, func(t *testing.T, dialect string) { testLockBadInput(t, setupDialect(t, dialect, nil)) })
+}
+
+func testLockBadInput(t *testing.T, b *bundle) {
 	long := strings.Repeat("x", 129)
 	tests := []struct {
 		name, method, path, body string
@@ -71,15 +72,18 @@ func TestLock_BadInput(t *testing.T) {
 		{"ListLimitTooLarge", "GET", "/locks?limit=5000", ``, "limit"},
 		{"ListAfterBad", "GET", "/locks?after=a%20b", ``, "after"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			msg := errorMessage(t, b.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest)
-			if !strings.HasPrefix(msg, tc.field+":") {
-				t.Errorf("error %q does not start with the field %q", msg, tc.field)
-			}
-		})
-	}
+	// The group returns once its parallel cases are done.
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				msg := errorMessage(t, b.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest)
+				if !strings.HasPrefix(msg, tc.field+":") {
+					t.Errorf("error %q does not start with the field %q", msg, tc.field)
+				}
+			})
+		}
+	})
 	// Nothing was taken.
 	var got lockAnswer
 	b.ok(t, "GET", "/lock/l", "", &got)
