@@ -79,14 +79,14 @@ func TestHold_RenewsAndReleases(t *testing.T) {
 		c, _ := serve(t, dialect)
 		ctx := t.Context()
 		var token int64
-		err := c.Hold(ctx, "job", "me", client.AcquireOptions{TTL: 600 * time.Millisecond}, func(ctx context.Context, l *client.Lease) error {
+		err := c.Hold(ctx, "job", "me", client.AcquireOptions{TTL: 2 * time.Second}, func(ctx context.Context, l *client.Lease) error {
 			token = l.Token
-			// Outlive the TTL several times over.
+			// Outlive the TTL twice over.
 			for range 4 {
 				select {
 				case <-ctx.Done():
 					return context.Cause(ctx)
-				case <-time.After(500 * time.Millisecond):
+				case <-time.After(time.Second):
 				}
 				h, err := c.Lock(ctx, "job")
 				if err != nil {

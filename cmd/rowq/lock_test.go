@@ -114,7 +114,9 @@ func TestLock_ContentionAcrossThreeNodes(t *testing.T) {
 func TestLock_VanishedHolderExpires(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		const ttl = 2 * time.Second
+		// Long enough that a loaded machine still asks again before the
+		// lease expires.
+		const ttl = 5 * time.Second
 		dbURL := dbtest.URL(t, dialect)
 		dir := t.TempDir()
 		a := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-a")...)
@@ -182,7 +184,7 @@ func TestLockRun(t *testing.T) {
 
 	// The command sees its token and the lock is held while it runs.
 	script := `echo "$ROWQ_LOCK_TOKEN $ROWQ_LOCK_NAME" > ` + out + `; sleep 1; exit 7`
-	run := start(t, "rowq lock run", dir, env, "lock", "run", "job", "--ttl", "1s", "--owner", "runner", "--", "sh", "-c", script)
+	run := start(t, "rowq lock run", dir, env, "lock", "run", "job", "--ttl", "3s", "--owner", "runner", "--", "sh", "-c", script)
 	var h *client.LockHolders
 	testworker.WaitFor(t, 30*time.Second, "the lock held by the command", func() bool {
 		var err error

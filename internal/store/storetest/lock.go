@@ -156,9 +156,9 @@ func testLockRenewRelease(t *testing.T, s store.Store) {
 
 func testLockExpiry(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
-	l := mustHold(t, acquire(t, s, "e", "gone", 400*time.Millisecond, 1), "gone")
+	l := mustHold(t, acquire(t, s, "e", "gone", 1500*time.Millisecond, 1), "gone")
 	if res := acquire(t, s, "e", "next", time.Minute, 1); res.Lease != nil {
-		t.Fatalf("acquired a lock held for 400ms: %+v", res.Lease)
+		t.Fatalf("acquired a lock held for 1.5s: %+v", res.Lease)
 	}
 	waitFree(t, s, "e")
 	// An expired lease can no longer be renewed or released, even before
