@@ -108,6 +108,67 @@ func TestLock_ContentionAcrossThreeNodes(t *testing.T) {
 	})
 }
 
+// A semaphore shared by three rowq processes never has more than its limit
+// of holders, and each holder has its own token.
+func TestLock_SemaphoreAcrossThreeNodes(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		const clients, limit = 24, 3
+		dbURL := dbtest.URL(t, dialect)
+		dir := t.TempDir()
+		var nodes []*client.Client
+		for i := range 3 {
+			p := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-"+strconv.Itoa(i))...)
+			nodes = append(nodes, client.New(p.addr, nil))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var (
+			inside, most atomic.Int32
+			mu           sync.Mutex
+			tokens       = map[int64]string{}
+			wg           sync.WaitGroup
+			errs         = make(chan error, 2*clients)
+		)
+		for i := range clients {
+			c := nodes[i%len(nodes)]
+			owner := fmt.Sprintf("worker-%02d", i)
+			wg.Go(func() {
+				l, err := c.Acquire(ctx, "pool", owner, client.AcquireOptions{TTL: 10 * time.Second, Wait: 4 * time.Minute, Limit: limit})
+				if err != nil {
+					errs <- fmt.Errorf("%s: acquire: %w", owner, err)
+					return
+				}
+				n := inside.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				mu.Lock()
+				if other, dup := tokens[l.Token]; dup {
+					errs <- fmt.Errorf("token %d handed to %s and %s", l.Token, other, owner)
+				}
+				tokens[l.Token] = owner
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+				inside.Add(-1)
+				if _, err := c.Release(ctx, l); err != nil {
+					errs <- fmt.Errorf("%s: release: %w", owner, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if m := most.Load(); m > limit {
+			t.Errorf("%d holders at once, limit %d", m, limit)
+		}
+		if len(tokens) != clients {
+			t.Errorf("%d distinct tokens for %d holders", len(tokens), clients)
+		}
+	})
+}
+
 // A holder that vanishes without releasing (its client and the node it
 // used are killed) blocks others until its lease expires by the
 // database's clock, and not after.
@@ -216,6 +277,16 @@ func TestLockRun(t *testing.T) {
 	}
 	if _, err := c.Release(t.Context(), other); err != nil {
 		t.Fatal(err)
+	}
+
+	// A command that cannot be started exits as a shell would, and the
+	// lock is let go.
+	missing := start(t, "rowq lock run (missing)", dir, env, "lock", "run", "job", "--ttl", "5s", "--", filepath.Join(dir, "no-such-command"))
+	if code := missing.wait(t, time.Minute); code != 127 {
+		t.Fatalf("rowq lock run of a missing command exited %d, want 127; output:\n%s", code, missing.out)
+	}
+	if h, err := c.Lock(t.Context(), "job"); err != nil || len(h.Holders) != 0 {
+		t.Fatalf("lock after a command that did not start: %+v, %v; want released", h, err)
 	}
 
 	// A lost lease stops the command and says so.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -103,8 +104,10 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 	}
 	name := pos[0]
 
-	// Before the command starts, a signal gives up the wait; once it runs,
-	// signals go to the command, and rowq exits when it does.
+	// Before the command starts, a signal gives up the wait. Once it runs,
+	// SIGTERM and SIGHUP are passed on to it and rowq exits when it does;
+	// SIGINT is not passed on, as a terminal sends it to the command too
+	// (a second SIGINT means "force quit" to many programs).
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -119,9 +122,10 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 			mu.Lock()
 			p := child
 			mu.Unlock()
-			if p == nil {
+			switch {
+			case p == nil:
 				cancel()
-			} else {
+			case sig != os.Interrupt:
 				p.Signal(sig)
 			}
 		}
@@ -135,7 +139,13 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 			"ROWQ_LOCK_NAME="+l.Name, "ROWQ_LOCK_OWNER="+l.Owner, "ROWQ_LOCK_TOKEN="+strconv.FormatInt(l.Token, 10))
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
-			return err
+			// As shells answer: 127 not found, 126 found but not runnable.
+			code = 126
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, iofs.ErrNotExist) {
+				code = 127
+			}
+			fmt.Fprintln(stderr, "rowq: lock run:", err)
+			return nil
 		}
 		mu.Lock()
 		child = cmd.Process
