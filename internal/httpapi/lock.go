@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -92,13 +93,17 @@ type renewRequest struct {
 	TTL   *float64 `json:"ttl"`
 }
 
-// checkOwner validates who holds a lease: 1..255 printable characters.
+// checkOwner validates who holds a lease: 1..255 printable characters,
+// not starting or ending with a space (MySQL's _bin collations ignore
+// trailing spaces, which would make "a" and "a " one owner there).
 func checkOwner(v *string) error {
 	switch {
 	case v == nil || *v == "":
 		return errorf(http.StatusBadRequest, "owner: required: who holds the lock, such as host:pid")
 	case !utf8.ValidString(*v):
 		return errorf(http.StatusBadRequest, "owner: must be UTF-8 text")
+	case strings.TrimSpace(*v) != *v:
+		return errorf(http.StatusBadRequest, "owner: must not start or end with a space, got %q", *v)
 	case utf8.RuneCountInString(*v) > maxOwnerLen:
 		return errorf(http.StatusBadRequest, "owner: at most %d characters, got %d", maxOwnerLen, utf8.RuneCountInString(*v))
 	}

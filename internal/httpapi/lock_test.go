@@ -40,6 +40,7 @@ func testLockBadInput(t *testing.T, b *bundle) {
 		{"NoOwner", "PUT", "/lock/l", `{"ttl": 10}`, "owner"},
 		{"EmptyOwner", "PUT", "/lock/l", `{"owner": "", "ttl": 10}`, "owner"},
 		{"OwnerTooLong", "PUT", "/lock/l", `{"owner": "` + strings.Repeat("o", 256) + `", "ttl": 10}`, "owner"},
+		{"OwnerTrailingSpace", "PUT", "/lock/l", `{"owner": "host ", "ttl": 10}`, "owner"},
 		{"OwnerControlChar", "PUT", "/lock/l", `{"owner": "a\nb", "ttl": 10}`, "owner"},
 		{"OwnerNotString", "PUT", "/lock/l", `{"owner": 5, "ttl": 10}`, "owner"},
 		{"NoTTL", "PUT", "/lock/l", `{"owner": "me"}`, "ttl"},

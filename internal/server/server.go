@@ -199,7 +199,6 @@ func (s *Server) stop(hard <-chan struct{}) error {
 	if s.disp != nil {
 		s.disp.Stop(ctx)
 	}
-
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
