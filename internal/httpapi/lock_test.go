@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -214,6 +216,41 @@ func TestLock_SemaphoreAndListing(t *testing.T) {
 		}
 		if got, want := fmt.Sprint(names), "[a:1 c:1 d:1 pool:3]"; got != want {
 			t.Fatalf("paged listing = %s, want %s", got, want)
+		}
+	})
+}
+
+// A waiter whose client goes away stops waiting: it does not take the lock
+// when it comes free.
+func TestLock_WaiterGoneTakesNothing(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		var a lease
+		b.ok(t, "PUT", "/lock/l", `{"owner": "a", "ttl": 60}`, &a)
+
+		ctx, cancel := context.WithCancel(t.Context())
+		gone := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, "PUT", b.server.URL+"/lock/l", strings.NewReader(`{"owner": "gone", "ttl": 60, "wait": 60}`))
+			res, err := b.server.Client().Do(req)
+			if err == nil {
+				res.Body.Close()
+			}
+			gone <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the request waits on the server
+		cancel()
+		if err := <-gone; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled request: err = %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // the server notices
+		b.ok(t, "DELETE", "/lock/l?owner=a&token=1", "", nil)
+		// A waiter still there would be woken by the release at once.
+		time.Sleep(500 * time.Millisecond)
+		var got lockAnswer
+		b.ok(t, "GET", "/lock/l", "", &got)
+		if len(got.Holders) != 0 {
+			t.Fatalf("after its client went away the waiter took the lock: %+v", got.Holders[0])
 		}
 	})
 }
