@@ -131,7 +131,7 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	code := 0
+	code, stopped := 0, false
 	opt := client.AcquireOptions{TTL: *ttl, Wait: *wait, Limit: *limit}
 	err = r.client().Hold(ctx, name, *owner, opt, func(ctx context.Context, l *client.Lease) error {
 		cmd := exec.Command(command[0], command[1:]...)
@@ -158,6 +158,7 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
+			stopped = true
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-done:
@@ -172,8 +173,12 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 	var held *client.HeldError
 	switch {
 	case errors.Is(err, client.ErrLeaseLost):
+		what := fmt.Sprintf("the command was stopped (exit %d)", code)
+		if !stopped {
+			what = fmt.Sprintf("the command had finished (exit %d) but may have run without it", code)
+		}
 		return &exitError{code: exitLockLost, msg: fmt.Sprintf(
-			"lock %q lost: its lease expired or was taken before it could be renewed; the command was stopped (exit %d)", name, code)}
+			"lock %q lost: its lease expired or was taken before it could be renewed; %s", name, what)}
 	case errors.As(err, &held):
 		owners := make([]string, len(held.Holders))
 		for i, h := range held.Holders {
