@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -23,5 +24,26 @@ func ExampleClient_Hold() {
 		})
 	if err != nil {
 		log.Fatal(err)
+	}
+}
+
+// Acquire, Renew and Release are the three calls under Hold, for callers
+// that manage the lease themselves.
+func ExampleClient_Acquire() {
+	c := client.New("http://127.0.0.1:8080", nil)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "db-migration", client.DefaultOwner(), client.AcquireOptions{TTL: time.Minute})
+	var held *client.HeldError
+	switch {
+	case errors.As(err, &held):
+		fmt.Println("someone else migrates:", held.Holders[0].Owner)
+		return
+	case err != nil:
+		log.Fatal(err)
+	}
+	defer c.Release(ctx, l)
+	// … work, renewing before a minute has passed:
+	if _, err := c.Renew(ctx, l, time.Minute); client.IsConflict(err) {
+		log.Fatal("lost the lock")
 	}
 }
