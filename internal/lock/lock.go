@@ -47,10 +47,11 @@ func (e *HeldError) Error() string {
 }
 
 // Listener is implemented by stores that announce releases made on any
-// node (PostgreSQL: LISTEN/NOTIFY). LockListen calls fn with each released
-// lock's name until ctx ends or the connection fails.
+// node (PostgreSQL: LISTEN/NOTIFY). LockListen calls ready once it
+// listens, then fn with each released lock's name, until ctx ends or the
+// connection fails.
 type Listener interface {
-	LockListen(ctx context.Context, fn func(name string)) error
+	LockListen(ctx context.Context, ready func(), fn func(name string)) error
 }
 
 // DefaultPollInterval is how often a waiter tries again when nothing woke
@@ -105,12 +106,22 @@ func New(cfg Config) *Service {
 }
 
 // Start listens for releases on other nodes, if the store announces them,
-// until Stop. Without a listener, waiters rely on polling.
+// until Stop. It returns once it listens (or its first try failed, or ctx
+// ended), so that waiters it serves next hear every release. Without a
+// listener, waiters rely on polling.
 func (s *Service) Start(ctx context.Context) {
 	l, ok := s.store.(Listener)
 	if !ok {
 		return
 	}
+	started, once := make(chan struct{}), sync.Once{}
+	ready := func() { once.Do(func() { close(started) }) }
+	defer func() {
+		select {
+		case <-started:
+		case <-ctx.Done():
+		}
+	}()
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
@@ -120,7 +131,8 @@ func (s *Service) Start(ctx context.Context) {
 	go func() {
 		defer close(s.done)
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-			err := l.LockListen(ctx, s.wake)
+			err := l.LockListen(ctx, ready, s.wake)
+			ready()
 			if ctx.Err() != nil {
 				return
 			}

@@ -153,10 +153,10 @@ func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store
 	return ls, nil
 }
 
-// LockListen calls fn with the name of every lock released on any node,
-// until ctx ends or the connection fails. It holds one connection of the
-// pool for LISTEN.
-func (s *Store) LockListen(ctx context.Context, fn func(name string)) error {
+// LockListen calls ready once it listens, then fn with the name of every
+// lock released on any node, until ctx ends or the connection fails. It
+// holds one connection of the pool for LISTEN.
+func (s *Store) LockListen(ctx context.Context, ready func(), fn func(name string)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return wrap(err, "listen for lock releases")
@@ -174,6 +174,7 @@ func (s *Store) LockListen(ctx context.Context, fn func(name string)) error {
 			conn.Conn().Close(ctx)
 		}
 	}()
+	ready()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {

@@ -23,7 +23,15 @@ func TestLockListen_HearsReleasesOfOtherStores(t *testing.T) {
 	heard := make(chan string, 10)
 	listening := make(chan error, 1)
 	lctx, stop := context.WithCancel(ctx)
-	go func() { listening <- b.LockListen(lctx, func(name string) { heard <- name }) }()
+	ready := make(chan struct{})
+	go func() { listening <- b.LockListen(lctx, func() { close(ready) }, func(name string) { heard <- name }) }()
+	select {
+	case <-ready:
+	case err := <-listening:
+		t.Fatalf("LockListen: %v", err)
+	case <-ctx.Done():
+		t.Fatal("not listening within a minute")
+	}
 
 	res, err := a.LockAcquire(ctx, &store.LockAcquireParams{Name: "n", Owner: "o", TTL: time.Minute, Limit: 1})
 	if err != nil {
@@ -32,7 +40,7 @@ func TestLockListen_HearsReleasesOfOtherStores(t *testing.T) {
 	if _, err := a.LockRelease(ctx, &store.LockReleaseParams{Name: "n", Owner: "o", Token: res.Lease.Token + 1}); err == nil {
 		t.Fatal("release with a wrong token succeeded")
 	}
-	// LISTEN may not be in place yet: release again until it is heard.
+	// Release (again, should a notification be lost) until one is heard.
 	for token := res.Lease.Token; ; {
 		if token != 0 {
 			if _, err := a.LockRelease(ctx, &store.LockReleaseParams{Name: "n", Owner: "o", Token: token}); err != nil {
