@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rowq/rowq/internal/store/backend"
 )
 
 // lease is a lease as the API answers it.
@@ -253,4 +255,44 @@ func TestLock_WaiterGoneTakesNothing(t *testing.T) {
 			t.Fatalf("after its client went away the waiter took the lock: %+v", got.Holders[0])
 		}
 	})
+}
+
+// With the database away, every lock call answers 503 and a waiting
+// acquire does not wait it out.
+func TestLock_DatabaseUnavailable(t *testing.T) {
+	t.Parallel()
+	urls := map[string]string{
+		"mysql":    "mysql://root@127.0.0.1:1/x",
+		"postgres": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2",
+	}
+	for dialect, url := range urls {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			st, err := backend.Open(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			b := setup(t, st, nil)
+			requests := []struct{ method, path, body string }{
+				{"PUT", "/lock/l", `{"owner": "me", "ttl": 10, "wait": 60}`},
+				{"POST", "/lock/l/renew", `{"owner": "me", "token": 1, "ttl": 10}`},
+				{"DELETE", "/lock/l?owner=me&token=1", ""},
+				{"GET", "/lock/l", ""},
+				{"GET", "/locks", ""},
+			}
+			for _, rq := range requests {
+				t.Run(rq.method+rq.path, func(t *testing.T) {
+					t.Parallel()
+					res := b.do(t, rq.method, rq.path, rq.body)
+					if msg := errorMessage(t, res, http.StatusServiceUnavailable); !strings.Contains(msg, "database unavailable") {
+						t.Errorf("error %q does not say the database is unavailable", msg)
+					}
+					if res.header.Get("Retry-After") == "" {
+						t.Errorf("503 without a Retry-After header")
+					}
+				})
+			}
+		})
+	}
 }
