@@ -27,146 +27,148 @@ type holding struct {
 	start, end time.Time
 }
 
-// Three rowq processes on one database and 50 clients spread over them
-// contend for one lock; each holder logs when it held it. No two holdings
-// overlap, and tokens increase in the order of holding.
+// lockEnv is testEnv for lock tests: locks need no fast heartbeats, and
+// calmer nodes keep the machine free for the other tests running beside.
+func lockEnv(dbURL, node string) []string {
+	return testEnv(dbURL, "ROWQ_NODE_ID="+node, "ROWQ_CONFIG_REFRESH_INTERVAL=1s", "ROWQ_NODE_TTL=10s")
+}
+
+// Three rowq processes share one database; clients spread over them
+// contend for a lock and for a semaphore.
 func TestLock_ContentionAcrossThreeNodes(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		const (
-			clients = 50
-			// A holding is a few milliseconds; the TTL is far longer so
-			// that a loaded machine cannot let a lease expire mid-hold
-			// (which would be a legitimate takeover, not a bug).
-			ttl  = 10 * time.Second
-			wait = 4 * time.Minute
-		)
 		dbURL := dbtest.URL(t, dialect)
 		dir := t.TempDir()
 		var nodes []*client.Client
 		for i := range 3 {
-			p := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-"+strconv.Itoa(i))...)
+			p := serve(t, dir, lockEnv(dbURL, "node-"+strconv.Itoa(i))...)
 			nodes = append(nodes, client.New(p.addr, nil))
 		}
-
-		var (
-			mu      sync.Mutex
-			log     []holding
-			inside  atomic.Int32
-			overlap atomic.Int32
-			wg      sync.WaitGroup
-			errs    = make(chan error, clients)
-		)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		for i := range clients {
-			c := nodes[i%len(nodes)]
-			owner := fmt.Sprintf("client-%02d", i)
-			wg.Go(func() {
-				l, err := c.Acquire(ctx, "hot", owner, client.AcquireOptions{TTL: ttl, Wait: wait})
-				if err != nil {
-					errs <- fmt.Errorf("%s: acquire: %w", owner, err)
-					return
-				}
-				h := holding{owner: owner, token: l.Token, start: time.Now()}
-				if inside.Add(1) != 1 {
-					overlap.Add(1)
-				}
-				time.Sleep(2 * time.Millisecond)
-				inside.Add(-1)
-				h.end = time.Now()
-				mu.Lock()
-				log = append(log, h)
-				mu.Unlock()
-				if _, err := c.Release(ctx, l); err != nil {
-					errs <- fmt.Errorf("%s: release of token %d: %w", owner, l.Token, err)
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		if n := overlap.Load(); n > 0 {
-			t.Errorf("%d holders entered while another was inside", n)
-		}
-		if len(log) != clients {
-			t.Fatalf("%d of %d clients held the lock", len(log), clients)
-		}
-		sort.Slice(log, func(i, j int) bool { return log[i].start.Before(log[j].start) })
-		for i := 1; i < len(log); i++ {
-			prev, cur := log[i-1], log[i]
-			if cur.start.Before(prev.end) {
-				t.Errorf("%s (token %d) held from %v, before %s (token %d) let go at %v",
-					cur.owner, cur.token, cur.start.Format(time.StampMicro), prev.owner, prev.token, prev.end.Format(time.StampMicro))
-			}
-			if cur.token <= prev.token {
-				t.Errorf("token %d of %s follows token %d of %s: not increasing in holding order", cur.token, cur.owner, prev.token, prev.owner)
-			}
-		}
+		t.Run("lock", func(t *testing.T) { testContendLock(t, nodes) })
+		t.Run("semaphore", func(t *testing.T) { testContendSemaphore(t, nodes) })
 	})
 }
 
-// A semaphore shared by three rowq processes never has more than its limit
-// of holders, and each holder has its own token.
-func TestLock_SemaphoreAcrossThreeNodes(t *testing.T) {
-	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
-		const clients, limit = 24, 3
-		dbURL := dbtest.URL(t, dialect)
-		dir := t.TempDir()
-		var nodes []*client.Client
-		for i := range 3 {
-			p := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-"+strconv.Itoa(i))...)
-			nodes = append(nodes, client.New(p.addr, nil))
+// testContendLock: 50 clients contend for one lock; each holder logs when
+// it held it. No two holdings overlap, and tokens increase in the order of
+// holding.
+func testContendLock(t *testing.T, nodes []*client.Client) {
+	const (
+		clients = 50
+		// A holding is a few milliseconds; the TTL is far longer so that a
+		// loaded machine cannot let a lease expire mid-hold (which would
+		// be a legitimate takeover, not a bug).
+		ttl  = 10 * time.Second
+		wait = 4 * time.Minute
+	)
+	var (
+		mu      sync.Mutex
+		log     []holding
+		inside  atomic.Int32
+		overlap atomic.Int32
+		wg      sync.WaitGroup
+		errs    = make(chan error, clients)
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := range clients {
+		c := nodes[i%len(nodes)]
+		owner := fmt.Sprintf("client-%02d", i)
+		wg.Go(func() {
+			l, err := c.Acquire(ctx, "hot", owner, client.AcquireOptions{TTL: ttl, Wait: wait})
+			if err != nil {
+				errs <- fmt.Errorf("%s: acquire: %w", owner, err)
+				return
+			}
+			h := holding{owner: owner, token: l.Token, start: time.Now()}
+			if inside.Add(1) != 1 {
+				overlap.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond)
+			inside.Add(-1)
+			h.end = time.Now()
+			mu.Lock()
+			log = append(log, h)
+			mu.Unlock()
+			if _, err := c.Release(ctx, l); err != nil {
+				errs <- fmt.Errorf("%s: release of token %d: %w", owner, l.Token, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := overlap.Load(); n > 0 {
+		t.Errorf("%d holders entered while another was inside", n)
+	}
+	if len(log) != clients {
+		t.Fatalf("%d of %d clients held the lock", len(log), clients)
+	}
+	sort.Slice(log, func(i, j int) bool { return log[i].start.Before(log[j].start) })
+	for i := 1; i < len(log); i++ {
+		prev, cur := log[i-1], log[i]
+		if cur.start.Before(prev.end) {
+			t.Errorf("%s (token %d) held from %v, before %s (token %d) let go at %v",
+				cur.owner, cur.token, cur.start.Format(time.StampMicro), prev.owner, prev.token, prev.end.Format(time.StampMicro))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var (
-			inside, most atomic.Int32
-			mu           sync.Mutex
-			tokens       = map[int64]string{}
-			wg           sync.WaitGroup
-			errs         = make(chan error, 2*clients)
-		)
-		for i := range clients {
-			c := nodes[i%len(nodes)]
-			owner := fmt.Sprintf("worker-%02d", i)
-			wg.Go(func() {
-				l, err := c.Acquire(ctx, "pool", owner, client.AcquireOptions{TTL: 10 * time.Second, Wait: 4 * time.Minute, Limit: limit})
-				if err != nil {
-					errs <- fmt.Errorf("%s: acquire: %w", owner, err)
-					return
-				}
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				mu.Lock()
-				if other, dup := tokens[l.Token]; dup {
-					errs <- fmt.Errorf("token %d handed to %s and %s", l.Token, other, owner)
-				}
-				tokens[l.Token] = owner
-				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
-				inside.Add(-1)
-				if _, err := c.Release(ctx, l); err != nil {
-					errs <- fmt.Errorf("%s: release: %w", owner, err)
-				}
-			})
+		if cur.token <= prev.token {
+			t.Errorf("token %d of %s follows token %d of %s: not increasing in holding order", cur.token, cur.owner, prev.token, prev.owner)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		if m := most.Load(); m > limit {
-			t.Errorf("%d holders at once, limit %d", m, limit)
-		}
-		if len(tokens) != clients {
-			t.Errorf("%d distinct tokens for %d holders", len(tokens), clients)
-		}
-	})
+	}
+}
+
+// testContendSemaphore: a semaphore never has more than its limit of
+// holders, and each holder has its own token.
+func testContendSemaphore(t *testing.T, nodes []*client.Client) {
+	const clients, limit = 24, 3
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var (
+		inside, most atomic.Int32
+		mu           sync.Mutex
+		tokens       = map[int64]string{}
+		wg           sync.WaitGroup
+		errs         = make(chan error, 2*clients)
+	)
+	for i := range clients {
+		c := nodes[i%len(nodes)]
+		owner := fmt.Sprintf("worker-%02d", i)
+		wg.Go(func() {
+			l, err := c.Acquire(ctx, "pool", owner, client.AcquireOptions{TTL: 10 * time.Second, Wait: 4 * time.Minute, Limit: limit})
+			if err != nil {
+				errs <- fmt.Errorf("%s: acquire: %w", owner, err)
+				return
+			}
+			n := inside.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			mu.Lock()
+			if other, dup := tokens[l.Token]; dup {
+				errs <- fmt.Errorf("token %d handed to %s and %s", l.Token, other, owner)
+			}
+			tokens[l.Token] = owner
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			inside.Add(-1)
+			if _, err := c.Release(ctx, l); err != nil {
+				errs <- fmt.Errorf("%s: release: %w", owner, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m := most.Load(); m > limit {
+		t.Errorf("%d holders at once, limit %d", m, limit)
+	}
+	if len(tokens) != clients {
+		t.Errorf("%d distinct tokens for %d holders", len(tokens), clients)
+	}
 }
 
 // A holder that vanishes without releasing (its client and the node it
@@ -180,8 +182,8 @@ func TestLock_VanishedHolderExpires(t *testing.T) {
 		const ttl = 5 * time.Second
 		dbURL := dbtest.URL(t, dialect)
 		dir := t.TempDir()
-		a := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-a")...)
-		b := serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID=node-b")...)
+		a := serve(t, dir, lockEnv(dbURL, "node-a")...)
+		b := serve(t, dir, lockEnv(dbURL, "node-b")...)
 		ca, cb := client.New(a.addr, nil), client.New(b.addr, nil)
 		ctx := t.Context()
 
@@ -238,7 +240,7 @@ func TestLock_VanishedHolderExpires(t *testing.T) {
 func TestLockRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p := serve(t, dir, testEnv(dbtest.URL(t, "sqlite"))...)
+	p := serve(t, dir, lockEnv(dbtest.URL(t, "sqlite"), "node")...)
 	c := client.New(p.addr, nil)
 	env := []string{"ROWQ_SERVER=" + p.addr}
 	out := filepath.Join(dir, "out")
