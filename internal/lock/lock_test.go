@@ -2,13 +2,19 @@ package lock_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // forEachDialect runs fn as a parallel subtest on every backend.
@@ -186,5 +192,65 @@ func TestStop_EndsWaits(t *testing.T) {
 		if r := waitResult(t, ch); !errors.As(r.err, &he) {
 			t.Fatalf("wait ended by Stop: %+v, %v; want a HeldError", r.lease, r.err)
 		}
+	}
+}
+
+// When PostgreSQL drops the listening connection, the node listens again
+// and cross-node wake-ups keep working (the waiter's poll interval is an
+// hour, so only a notification can serve it in time).
+func TestStart_ListensAgainAfterConnectionLoss(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t, "postgres")
+	a := newService(t, dbtest.OpenURL(t, url), time.Hour)
+	b := newService(t, dbtest.OpenURL(t, url), time.Hour)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx := t.Context()
+
+	listeners := func() []int32 {
+		rows, err := admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE '%LISTEN `+postgres.LockChannel+`'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var pids []int32
+		for rows.Next() {
+			var pid int32
+			if err := rows.Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return pids
+	}
+	old := listeners()
+	if len(old) != 2 {
+		t.Fatalf("%d listening connections, want 2 (one per node)", len(old))
+	}
+	for _, pid := range old {
+		if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testworker.WaitFor(t, 30*time.Second, "both nodes listening again", func() bool {
+		now := listeners()
+		return len(now) == 2 && !slices.Contains(old, now[0]) && !slices.Contains(old, now[1])
+	})
+
+	held := mustAcquire(t, a, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Hour, Limit: 1})
+	ch := acquireAsync(ctx, b, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1, Wait: 30 * time.Second})
+	time.Sleep(200 * time.Millisecond)
+	if _, err := a.Release(ctx, &store.LockReleaseParams{Name: "l", Owner: "a", Token: held.Token}); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitResult(t, ch); r.err != nil || r.lease.Owner != "b" {
+		t.Fatalf("waiter on the other node got %+v, %v; want b's lease", r.lease, r.err)
 	}
 }
