@@ -36,6 +36,7 @@ var commands = []command{
 	{"routing", "VERB", "routings on a server: ls get put rm", routingCmd},
 	{"job", "VERB", "jobs on a server: push ls get rm", jobCmd},
 	{"failed", "VERB", "a queue's failure log on a server: ls get rm", failedCmd},
+	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 }
 
 func usage() string {
@@ -76,11 +77,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		err = commands[i].run(args[1:], stdout, stderr)
 	}
+	var exit *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &exit):
+		if exit.msg != "" {
+			fmt.Fprintln(stderr, "rowq:", exit.msg)
+		}
+		return exit.code
 	default:
 		fmt.Fprintln(stderr, "rowq:", err)
 		return 1

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
@@ -54,6 +55,9 @@ type Config struct {
 	// Handoff, when set, lets an enqueue hand its job straight to this
 	// node's dispatcher (see handoff.go).
 	Handoff Handoff
+	// Locks serves the lock API; nil means a service on Store that relies
+	// on polling to hear of releases on other nodes.
+	Locks *lock.Service
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -75,6 +79,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Locks == nil {
+		cfg.Locks = lock.New(lock.Config{Store: cfg.Store, Logger: cfg.Logger})
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
@@ -122,6 +129,11 @@ func (a *API) routes() {
 	a.handle("POST /queue/{name}/failed/{id}/retry", a.retryFailedJob)
 	a.handle("POST /queue/{name}/failed/retry", a.retryFailedJobs)
 	a.handle("DELETE /queue/{name}/failed", a.deleteFailedJobs)
+	a.handle("PUT /lock/{name}", a.acquireLock)
+	a.handle("POST /lock/{name}/renew", a.renewLock)
+	a.handle("DELETE /lock/{name}", a.releaseLock)
+	a.handle("GET /lock/{name}", a.getLock)
+	a.handle("GET /locks", a.listLocks)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
@@ -171,6 +183,7 @@ func (a *API) handle(pattern string, h handlerFunc) {
 type apiError struct {
 	status int
 	msg    string
+	body   any // the answer's body when it says more than {"error": msg}
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -187,6 +200,8 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.As(err, &ae) && ae.body != nil:
+		writeJSON(w, ae.status, ae.body)
 	case errors.As(err, &ae):
 		writeJSON(w, ae.status, errorBody{ae.msg})
 	case errors.As(err, &tooBig):

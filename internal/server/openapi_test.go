@@ -245,6 +245,19 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/queues/stats", "", 200)
 
+		// Locks.
+		var lease struct{ Token int64 }
+		json.Unmarshal(c.call("PUT", "/lock/l1", `{"owner":"o1","ttl":30}`, 200), &lease)
+		c.call("PUT", "/lock/l1", `{"owner":"o2","ttl":30}`, 409)
+		c.call("POST", "/lock/l1/renew", fmt.Sprintf(`{"owner":"o1","token":%d,"ttl":60}`, lease.Token), 200)
+		c.call("GET", "/lock/l1", "", 200)
+		c.call("GET", "/locks?limit=10", "", 200)
+		c.call("DELETE", fmt.Sprintf("/lock/l1?owner=o1&token=%d", lease.Token), "", 200)
+		c.call("DELETE", fmt.Sprintf("/lock/l1?owner=o1&token=%d", lease.Token), "", 409)
+		c.call("POST", "/lock/l1/renew", fmt.Sprintf(`{"owner":"o1","token":%d,"ttl":60}`, lease.Token), 409)
+		c.call("PUT", "/lock/l1", `{"ttl":30}`, 400)
+		c.call("PUT", "/lock/bad%20name", `{"owner":"o","ttl":30}`, 400)
+
 		// Error answers.
 		c.call("GET", "/queue/no%20pe", "", 400)
 		c.call("GET", "/queue/nope", "", 404)

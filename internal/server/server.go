@@ -20,6 +20,7 @@ import (
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
@@ -37,6 +38,7 @@ type Server struct {
 	api   *httpapi.API
 	disp  *dispatch.Dispatcher
 	stats *stats.Recorder
+	locks *lock.Service
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
@@ -130,6 +132,8 @@ func (s *Server) Start(ctx context.Context) error {
 		Stats:           s.stats,
 		Handoff:         cfg.DispatchHandoff,
 	})
+	s.locks = lock.New(lock.Config{Store: s.store, Logger: s.log})
+	s.locks.Start(ctx)
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -142,6 +146,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Stats:         s.stats,
 		RouteCacheTTL: cfg.ConfigRefreshInterval,
 		Handoff:       s.disp,
+		Locks:         s.locks,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
@@ -186,6 +191,11 @@ func (s *Server) stop(hard <-chan struct{}) error {
 		}
 	}()
 	var errs []error
+	if s.locks != nil {
+		// End lock waits first: the HTTP server's shutdown waits for the
+		// requests in flight, and a wait may last minutes.
+		s.locks.Stop()
+	}
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop HTTP server: %w", err))

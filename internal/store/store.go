@@ -52,6 +52,7 @@ type Store interface {
 	Inspector
 	StatsKeeper
 	Handoff // perf.go: jobs inserted already grabbed by the accepting node
+	LockStore
 
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.

@@ -29,15 +29,6 @@ var insertUniqueSQL = strings.Replace(insertSQL, "RETURNING id",
 // between the INSERT that collided and the SELECT that looked for it.
 const uniqueAttempts = 10
 
-// inTx runs fn in a transaction, again if PostgreSQL aborted it for a
-// deadlock or a serialization failure.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	_, err := retry(ctx, func() (struct{}, error) {
-		return struct{}{}, pgx.BeginFunc(ctx, s.pool, fn)
-	})
-	return err
-}
-
 // JobsPush stores the jobs in one transaction: those without a unique key
 // with one statement, the others one by one with ON CONFLICT DO NOTHING,
 // reading the holder of a taken key (READ COMMITTED: each statement sees

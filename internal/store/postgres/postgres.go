@@ -229,3 +229,12 @@ func unavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
+
+// inTx runs fn in a transaction, again if PostgreSQL aborted it for a
+// deadlock or a serialization failure.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	_, err := retry(ctx, func() (struct{}, error) {
+		return struct{}{}, pgx.BeginFunc(ctx, s.pool, fn)
+	})
+	return err
+}

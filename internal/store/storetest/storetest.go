@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, statsTests...)
 	tests = append(tests, jobsExtraTests...)
 	tests = append(tests, perfTests...)
+	tests = append(tests, lockTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,293 @@
+package httpapi
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Limits on lock inputs.
+const (
+	maxOwnerLen  = 255     // characters
+	maxLockTTL   = 86400.0 // seconds
+	maxLockWait  = 300.0   // seconds: the request stays open that long
+	maxLockLimit = 1000
+	defLocksPage = 100
+	maxLocksPage = 1000
+)
+
+// leaseJSON is a lease as the API shows it: the caller's own (acquire,
+// renew, release) or a holder in a listing.
+type leaseJSON struct {
+	Name       string    `json:"name"`
+	Owner      string    `json:"owner"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Limit      int       `json:"limit"`
+}
+
+func toLeaseJSON(l *store.LockLease) *leaseJSON {
+	return &leaseJSON{Name: l.Name, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt.UTC(),
+		ExpiresAt: l.ExpiresAt.UTC(), Limit: l.Limit}
+}
+
+func toLeasesJSON(ls []*store.LockLease) []*leaseJSON {
+	out := make([]*leaseJSON, len(ls))
+	for i, l := range ls {
+		out[i] = toLeaseJSON(l)
+	}
+	return out
+}
+
+// lockJSON is a lock and its live holders.
+type lockJSON struct {
+	Name    string       `json:"name"`
+	Holders []*leaseJSON `json:"holders"`
+}
+
+// lockConflict is a 409 whose body lists the holders (acquire) or says the
+// lease is not held (renew, release).
+type lockConflict struct {
+	Error   string       `json:"error"`
+	Holders []*leaseJSON `json:"holders,omitempty"`
+}
+
+// conflict answers 409 with c as the body.
+func conflict(c *lockConflict) error {
+	return &apiError{status: http.StatusConflict, msg: c.Error, body: c}
+}
+
+// acquireRequest is the body of PUT /lock/{name}.
+type acquireRequest struct {
+	Owner *string  `json:"owner"`
+	TTL   *float64 `json:"ttl"`
+	Wait  *float64 `json:"wait"`
+	Limit *int64   `json:"limit"`
+}
+
+// renewRequest is the body of POST /lock/{name}/renew.
+type renewRequest struct {
+	Owner *string  `json:"owner"`
+	Token *int64   `json:"token"`
+	TTL   *float64 `json:"ttl"`
+}
+
+// checkOwner validates who holds a lease: 1..255 printable characters,
+// not starting or ending with a space (MySQL's _bin collations ignore
+// trailing spaces, which would make "a" and "a " one owner there).
+func checkOwner(v *string) error {
+	switch {
+	case v == nil || *v == "":
+		return errorf(http.StatusBadRequest, "owner: required: who holds the lock, such as host:pid")
+	case !utf8.ValidString(*v):
+		return errorf(http.StatusBadRequest, "owner: must be UTF-8 text")
+	case strings.TrimSpace(*v) != *v:
+		return errorf(http.StatusBadRequest, "owner: must not start or end with a space, got %q", *v)
+	case utf8.RuneCountInString(*v) > maxOwnerLen:
+		return errorf(http.StatusBadRequest, "owner: at most %d characters, got %d", maxOwnerLen, utf8.RuneCountInString(*v))
+	}
+	for _, c := range *v {
+		if !unicode.IsPrint(c) {
+			return errorf(http.StatusBadRequest, "owner: printable characters only, got %q", *v)
+		}
+	}
+	return nil
+}
+
+// seconds validates a duration in seconds (decimals allowed, kept to the
+// microsecond) in (0, hi], or [0, hi] when zeroOK.
+func seconds(field string, v *float64, hi float64, zeroOK bool) (time.Duration, error) {
+	if v == nil {
+		return 0, errorf(http.StatusBadRequest, "%s: required, in seconds", field)
+	}
+	us := math.Round(*v * 1e6)
+	switch {
+	case zeroOK && (*v < 0 || *v > hi):
+		return 0, errorf(http.StatusBadRequest, "%s: must be 0..%g seconds, got %v", field, hi, *v)
+	case !zeroOK && (us < 1 || *v > hi):
+		return 0, errorf(http.StatusBadRequest, "%s: must be more than 0 and at most %g seconds (to the microsecond), got %v", field, hi, *v)
+	}
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+func checkToken(v *int64) error {
+	if v == nil {
+		return errorf(http.StatusBadRequest, "token: required: the token of the lease acquired")
+	}
+	if *v < 1 {
+		return errorf(http.StatusBadRequest, "token: must be >= 1, got %d", *v)
+	}
+	return nil
+}
+
+func (a *API) acquireLock(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	var req acquireRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	ttl, err := seconds("ttl", req.TTL, maxLockTTL, false)
+	if err != nil {
+		return nil, err
+	}
+	wait := time.Duration(0)
+	if req.Wait != nil {
+		if wait, err = seconds("wait", req.Wait, maxLockWait, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkRange("limit", req.Limit, 1, maxLockLimit); err != nil {
+		return nil, err
+	}
+	l, err := a.cfg.Locks.Acquire(r.Context(), &lock.AcquireParams{
+		Name: name, Owner: *req.Owner, TTL: ttl, Wait: wait, Limit: int(valueOr(req.Limit, 1)),
+	})
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		return nil, conflict(&lockConflict{Error: held.Error(), Holders: toLeasesJSON(held.Holders)})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toLeaseJSON(l), nil
+}
+
+func (a *API) renewLock(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	var req renewRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	if err := checkToken(req.Token); err != nil {
+		return nil, err
+	}
+	ttl, err := seconds("ttl", req.TTL, maxLockTTL, false)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.cfg.Locks.Renew(r.Context(), &store.LockRenewParams{Name: name, Owner: *req.Owner, Token: *req.Token, TTL: ttl})
+	if errors.Is(err, lock.ErrNotHeld) {
+		return nil, conflict(notHeldConflict(name, *req.Owner, *req.Token))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toLeaseJSON(l), nil
+}
+
+func (a *API) releaseLock(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	var owner *string
+	if q.Has("owner") {
+		o := q.Get("owner")
+		owner = &o
+	}
+	if err := checkOwner(owner); err != nil {
+		return nil, err
+	}
+	var token *int64
+	if q.Has("token") {
+		n, err := strconv.ParseInt(q.Get("token"), 10, 64)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "token: want an integer, got %q", q.Get("token"))
+		}
+		token = &n
+	}
+	if err := checkToken(token); err != nil {
+		return nil, err
+	}
+	l, err := a.cfg.Locks.Release(r.Context(), &store.LockReleaseParams{Name: name, Owner: *owner, Token: *token})
+	if errors.Is(err, lock.ErrNotHeld) {
+		return nil, conflict(notHeldConflict(name, *owner, *token))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toLeaseJSON(l), nil
+}
+
+func notHeldConflict(name, owner string, token int64) *lockConflict {
+	return &lockConflict{Error: "lock " + strconv.Quote(name) + ": the lease of owner " + strconv.Quote(owner) +
+		" with token " + strconv.FormatInt(token, 10) + " is not held (it expired, was released, or never was)"}
+}
+
+func (a *API) getLock(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	hs, err := a.cfg.Store.LockGet(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	return &lockJSON{Name: name, Holders: toLeasesJSON(hs)}, nil
+}
+
+// locksPage is the answer of GET /locks; Next is the cursor (after=) of
+// the next page, absent on the last.
+type locksPage struct {
+	Locks []*lockJSON `json:"locks"`
+	Next  string      `json:"next,omitempty"`
+}
+
+func (a *API) listLocks(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	after := q.Get("after")
+	if after != "" {
+		if err := checkName("after", after); err != nil {
+			return nil, err
+		}
+	}
+	limit := int64(defLocksPage)
+	if q.Has("limit") {
+		n, err := strconv.ParseInt(q.Get("limit"), 10, 64)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "limit: want an integer, got %q", q.Get("limit"))
+		}
+		if err := checkRange("limit", &n, 1, maxLocksPage); err != nil {
+			return nil, err
+		}
+		limit = n
+	}
+	ls, err := a.cfg.Store.LockList(r.Context(), &store.LockListParams{After: after, Limit: int(limit)})
+	if err != nil {
+		return nil, err
+	}
+	page := &locksPage{Locks: []*lockJSON{}}
+	for _, l := range ls {
+		if n := len(page.Locks); n == 0 || page.Locks[n-1].Name != l.Name {
+			page.Locks = append(page.Locks, &lockJSON{Name: l.Name})
+		}
+		last := page.Locks[len(page.Locks)-1]
+		last.Holders = append(last.Holders, toLeaseJSON(l))
+	}
+	if int64(len(page.Locks)) == limit {
+		page.Next = page.Locks[len(page.Locks)-1].Name
+	}
+	return page, nil
+}
