@@ -49,6 +49,8 @@ type Store interface {
 	// Close releases the connection pools.
 	Close() error
 
+	ScheduleStore
+
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.
 	NodeHeartbeat(ctx context.Context, p *NodeHeartbeatParams) error

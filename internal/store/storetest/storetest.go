@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Nodes_LeadershipClaimAndTakeover", testLeadership},
 		{"Nodes_ConcurrentClaimOneLeader", testLeadershipConcurrent},
 	}
+	tests = append(tests, scheduleTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
