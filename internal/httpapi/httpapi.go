@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -43,6 +44,8 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
+	// Scheduler is the node's schedule loop; nil: one that is not started.
+	Scheduler Scheduler
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -60,6 +63,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = schedule.New(schedule.Config{Store: cfg.Store, Logger: cfg.Logger, DefaultQueue: cfg.DefaultQueue})
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
@@ -84,6 +90,15 @@ func (a *API) routes() {
 	a.handle("GET /routing/{category}", a.getRouting)
 	a.handle("PUT /routing/{category}", a.putRouting)
 	a.handle("DELETE /routing/{category}", a.deleteRouting)
+
+	a.handle("GET /schedules", a.listSchedules)
+	a.handle("GET /schedule/{name}", a.getSchedule)
+	a.handle("PUT /schedule/{name}", a.putSchedule)
+	a.handle("DELETE /schedule/{name}", a.deleteSchedule)
+	a.handle("POST /schedule/{name}/pause", a.pauseSchedule)
+	a.handle("POST /schedule/{name}/resume", a.resumeSchedule)
+	a.handle("POST /schedule/{name}/trigger", a.triggerSchedule)
+	a.handle("GET /schedule/{name}/runs", a.scheduleRuns)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })

@@ -352,3 +352,27 @@ func NextRuns(spec Spec, t time.Time, n int) []time.Time {
 	}
 	return out
 }
+
+// ErrUnroutable means a schedule's category has no queue to go to.
+var ErrUnroutable = errors.New("unroutable")
+
+// Trigger enqueues one run of the schedule now, outside its ticks. It
+// ignores the overlap policy (an operator asked for this run) and fails
+// with ErrUnroutable when the category cannot be routed.
+func (s *Scheduler) Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error) {
+	queue, unroutable, err := Route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
+	if err != nil {
+		return nil, fmt.Errorf("trigger schedule %q: route category %q: %w", sc.Name, sc.Category, err)
+	}
+	if unroutable != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUnroutable, unroutable)
+	}
+	r, err := s.cfg.Store.ScheduleTrigger(ctx, &store.ScheduleTriggerParams{Name: sc.Name, Node: s.cfg.Node, Job: JobOf(sc, queue)})
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Waker != nil {
+		s.cfg.Waker.Wake(queue)
+	}
+	return r, nil
+}
