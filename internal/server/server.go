@@ -20,6 +20,7 @@ import (
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	store store.Store
 	api   *httpapi.API
 	disp  *dispatch.Dispatcher
+	sched *schedule.Scheduler
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
@@ -124,6 +126,13 @@ func (s *Server) Start(ctx context.Context) error {
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
 	})
+	s.sched = schedule.New(schedule.Config{
+		Store:        s.store,
+		Logger:       s.log,
+		Node:         cfg.NodeID,
+		DefaultQueue: cfg.QueueDefault,
+		Waker:        s.disp,
+	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -133,12 +142,16 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
+		Scheduler:     s.sched,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
 	go func() { s.serve <- s.http.Serve(ln) }()
 	if err := s.disp.Start(ctx); err != nil {
 		s.log.Warn("first heartbeat failed; the dispatcher keeps trying", "err", err)
+	}
+	if err := s.sched.Start(ctx); err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
 	}
 	s.log.Info("rowq serving", "addr", ln.Addr().String(), "database", backend.Redact(cfg.DatabaseURL), "version", Version)
 	return nil
@@ -185,6 +198,9 @@ func (s *Server) stop(hard <-chan struct{}) error {
 			errs = append(errs, fmt.Errorf("serve HTTP: %w", err))
 		}
 		s.api.Close()
+	}
+	if s.sched != nil {
+		s.sched.Stop()
 	}
 	if s.disp != nil {
 		s.disp.Stop(ctx)
