@@ -284,3 +284,47 @@ func TestSchedule_OverlapSkipWithSlowWorker(t *testing.T) {
 		}
 	})
 }
+
+// rowq runs a client subcommand against a node and returns its output and
+// exit code.
+func (p *proc) rowq(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	c := start(t, "rowq "+strings.Join(args, " "), t.TempDir(), []string{"ROWQ_SERVER=http://" + p.addr}, args...)
+	code := c.wait(t, 30*time.Second)
+	return c.out.String(), code
+}
+
+func TestScheduleCLI_PutGetRunsTriggerRm(t *testing.T) {
+	t.Parallel()
+	w := testworker.New(t, nil)
+	p := serve(t, t.TempDir(), testEnv("sqlite://"+t.TempDir()+"/rowq.db", "ROWQ_QUEUE_DEFAULT=q")...)
+	ok := func(want string, args ...string) string {
+		t.Helper()
+		out, code := p.rowq(t, args...)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("rowq %s: exit %d, output:\n%s\nwant it to contain %q", strings.Join(args, " "), code, out, want)
+		}
+		return out
+	}
+	ok("Europe/Berlin", "schedule", "put", "nightly", "--cron", "30 2 * * *", "--timezone", "Europe/Berlin",
+		"--category", "report", "--url", w.URL, "--payload", `"cli"`, "--misfire", "skip")
+	out := ok("next runs", "schedule", "get", "nightly")
+	if !strings.Contains(out, "T02:30:00+0") {
+		t.Errorf("get shows no 02:30 local next run:\n%s", out)
+	}
+	ok("nightly", "schedule", "ls")
+	ok(`"paused": true`, "schedule", "pause", "nightly", "--json")
+	ok("paused", "schedule", "resume", "--json", "nightly")
+	ok("trigger", "schedule", "trigger", "nightly")
+	testworker.WaitFor(t, 10*time.Second, "the triggered run delivered", func() bool { return w.Count("cli") == 1 })
+	ok(`"kind": "trigger"`, "schedule", "runs", "nightly", "--json")
+	ok("nightly", "schedule", "rm", "nightly")
+	out, code := p.rowq(t, "schedule", "get", "nightly")
+	if code == 0 || !strings.Contains(out, "404") {
+		t.Errorf("get after rm: exit %d, output %s; want a non-zero exit and the 404", code, out)
+	}
+	out, code = p.rowq(t, "schedule", "put", "bad", "--cron", "0 0 30 2 *", "--category", "c", "--url", w.URL)
+	if code == 0 || !strings.Contains(out, "cron:") {
+		t.Errorf("put of a spec that never fires: exit %d, output %s; want a non-zero exit naming cron", code, out)
+	}
+}

@@ -320,42 +320,35 @@ func offsetAt(unix int64, loc *time.Location) int {
 	return off
 }
 
-// stable reports whether loc's offset is the same from 3 hours before to 3
-// hours after t: no clock change near t can reorder wall times.
-func (c *cron) stable(t time.Time) bool {
-	u := t.Unix()
-	return offsetAt(u-3*3600, c.loc) == offsetAt(u+3*3600, c.loc)
+// offsetRange returns the lowest and highest offset of loc from 3 hours
+// before to 3 hours after the Unix time u: near a clock change, the wall
+// clock is u plus one of the two.
+func (c *cron) offsetRange(u int64) (lo, hi int64) {
+	a, b := int64(offsetAt(u-3*3600, c.loc)), int64(offsetAt(u+3*3600, c.loc))
+	return min(a, b), max(a, b)
 }
 
-// Next returns the first fire time after t. Near a clock change wall-clock
-// order is not time order, so it scans a window of wall times around t and
-// keeps the earliest instant after t.
+// Next returns the first fire time after t. Wall-clock order is time order
+// except near a clock change, so it scans the wall times that can map to
+// an instant after t (from t plus its lowest nearby offset), and stops
+// once no later wall time can map to an instant before the best found.
 func (c *cron) Next(t time.Time) time.Time {
 	t = t.Truncate(time.Second)
-	from := civil(t, c.loc)
-	if !c.stable(t) {
-		from = from.Add(-3 * time.Hour)
-	}
+	lo, _ := c.offsetRange(t.Unix())
+	w := time.Unix(t.Unix()+lo, 0).UTC()
 	var best time.Time
-	var bestWall time.Time
-	w := from
+	var limit int64 // wall times after it cannot beat best
 	for {
 		var ok bool
 		w, ok = c.nextCivil(w)
-		if !ok {
-			return best
-		}
-		if !best.IsZero() && w.After(bestWall) {
+		if !ok || (!best.IsZero() && w.Unix() > limit) {
 			return best
 		}
 		for _, i := range c.resolve(w) {
 			if i.After(t) && (best.IsZero() || i.Before(best)) {
 				best = i
-				bestWall = w
-				if c.stable(i) {
-					return best
-				}
-				bestWall = w.Add(3 * time.Hour)
+				_, hi := c.offsetRange(i.Unix())
+				limit = i.Unix() + hi
 			}
 		}
 		w = w.Add(time.Second)
