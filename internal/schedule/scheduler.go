@@ -140,6 +140,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 
 // RunDue fires every schedule that is due now and returns how long to wait
 // before the next look: until the earliest next_run_at, at most MaxSleep.
+// It fails only if the due schedules cannot be read; a schedule that
+// cannot be fired is logged and tried again at the next look.
 func (s *Scheduler) RunDue(ctx context.Context) (time.Duration, error) {
 	now, err := s.cfg.Now(ctx)
 	if err != nil {
@@ -151,33 +153,28 @@ func (s *Scheduler) RunDue(ctx context.Context) (time.Duration, error) {
 	}
 	sleep := s.cfg.MaxSleep
 	fired := 0
-	var errs []error
 	for _, sc := range due {
 		if sc.NextRunAt.After(now) {
 			sleep = min(sleep, sc.NextRunAt.Sub(now))
 			break
 		}
 		fired++
-		if err := s.fire(ctx, sc, now); err != nil {
-			errs = append(errs, err)
+		// One schedule's failure must not hold up the others: it is
+		// logged and tried again at the next look.
+		if err := s.fire(ctx, sc, now); err != nil && ctx.Err() == nil {
+			s.log.Warn("fire schedule", "schedule", sc.Name, "tick", sc.NextRunAt, "err", err)
 		}
 	}
 	if fired == dueBatch {
 		sleep = 0 // more may be due
 	}
-	return sleep, errors.Join(errs...)
+	return sleep, nil
 }
 
-// plan is what a firing does: the runs to record and next_run_at.
-type plan struct {
-	runs []*store.ScheduleRunInsert
-	next time.Time
-}
-
-// Plan decides the runs of a due schedule at now: on-time ticks (at most
+// plan decides the runs of a due schedule at now: on-time ticks (at most
 // grace late) fire one run each; older ticks are misfires, handled by the
 // schedule's policy. job is the job each fired run enqueues.
-func Plan(sc *store.Schedule, spec Spec, now time.Time, grace time.Duration, job func() *store.JobInsertParams) (runs []*store.ScheduleRunInsert, next time.Time) {
+func plan(sc *store.Schedule, spec Spec, now time.Time, grace time.Duration, job func() *store.JobInsertParams) (runs []*store.ScheduleRunInsert, next time.Time) {
 	keep := max(sc.MaxCatchup, 1)
 	var (
 		missed      []time.Time // the newest missed ticks, at most 2*keep
@@ -275,11 +272,11 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	if err != nil {
 		return fmt.Errorf("schedule %q: parse cron %q: %w", sc.Name, sc.Cron, err)
 	}
-	queue, unroutable, err := Route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
+	queue, unroutable, err := route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
 	if err != nil {
 		return fmt.Errorf("schedule %q: route category %q: %w", sc.Name, sc.Category, err)
 	}
-	runs, next := Plan(sc, spec, now, s.cfg.MisfireGrace, func() *store.JobInsertParams { return JobOf(sc, queue) })
+	runs, next := plan(sc, spec, now, s.cfg.MisfireGrace, func() *store.JobInsertParams { return jobOf(sc, queue) })
 	if unroutable != "" {
 		for _, r := range runs {
 			if r.Job != nil {
@@ -309,19 +306,19 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	return nil
 }
 
-// JobOf is the job a run of the schedule enqueues in queue.
-func JobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
+// jobOf is the job a run of the schedule enqueues in queue.
+func jobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
 	return &store.JobInsertParams{
 		Queue: queue, Category: sc.Category, URL: sc.URL, Payload: sc.Payload,
 		Timeout: sc.Timeout, MaxRetries: sc.MaxRetries, RetryDelay: sc.RetryDelay,
 	}
 }
 
-// Route finds the queue of a category as POST /job/{category} does: its
+// route finds the queue of a category as POST /job/{category} does: its
 // routing (whose queue must exist), else the default queue. When neither
 // applies it returns why in unroutable, so that the run is recorded as
 // skipped with that reason.
-func Route(ctx context.Context, st store.Store, category, defaultQueue string) (queue, unroutable string, err error) {
+func route(ctx context.Context, st store.Store, category, defaultQueue string) (queue, unroutable string, err error) {
 	rt, err := st.RoutingGet(ctx, category)
 	switch {
 	case err == nil:
@@ -360,14 +357,14 @@ var ErrUnroutable = errors.New("unroutable")
 // ignores the overlap policy (an operator asked for this run) and fails
 // with ErrUnroutable when the category cannot be routed.
 func (s *Scheduler) Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error) {
-	queue, unroutable, err := Route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
+	queue, unroutable, err := route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
 	if err != nil {
 		return nil, fmt.Errorf("trigger schedule %q: route category %q: %w", sc.Name, sc.Category, err)
 	}
 	if unroutable != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUnroutable, unroutable)
 	}
-	r, err := s.cfg.Store.ScheduleTrigger(ctx, &store.ScheduleTriggerParams{Name: sc.Name, Node: s.cfg.Node, Job: JobOf(sc, queue)})
+	r, err := s.cfg.Store.ScheduleTrigger(ctx, &store.ScheduleTriggerParams{Name: sc.Name, Node: s.cfg.Node, Job: jobOf(sc, queue)})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func TestPlan_Misfire(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s_%d", tc.misfire, tc.maxCatchup), func(t *testing.T) {
 			sc := &store.Schedule{Misfire: tc.misfire, MaxCatchup: tc.maxCatchup, NextRunAt: utc("2026-01-01T12:00:00Z")}
-			runs, next := Plan(sc, spec, now, 2*time.Second, dummyJob)
+			runs, next := plan(sc, spec, now, 2*time.Second, dummyJob)
 			var got []string
 			for _, r := range runs {
 				state := "fired"
@@ -67,7 +67,7 @@ func TestPlan_Misfire(t *testing.T) {
 	t.Run("once_all_missed", func(t *testing.T) {
 		sc := &store.Schedule{Misfire: store.MisfireOnce, MaxCatchup: 100, NextRunAt: utc("2026-01-01T11:00:00Z")}
 		hourly, _ := Parse("@hourly", time.UTC)
-		runs, next := Plan(sc, hourly, utc("2026-01-01T15:30:00Z"), 5*time.Second, dummyJob)
+		runs, next := plan(sc, hourly, utc("2026-01-01T15:30:00Z"), 5*time.Second, dummyJob)
 		if len(runs) != 1 || runs[0].Job == nil || !runs[0].Tick.Equal(utc("2026-01-01T15:00:00Z")) ||
 			!strings.Contains(runs[0].Reason, "one run for 5 missed tick(s)") {
 			t.Errorf("runs = %+v, want one fired run for the 5 missed ticks at the newest", runs[0])
@@ -78,7 +78,7 @@ func TestPlan_Misfire(t *testing.T) {
 	})
 	t.Run("long_downtime_is_bounded", func(t *testing.T) {
 		sc := &store.Schedule{Misfire: store.MisfireAll, MaxCatchup: 10, NextRunAt: utc("2025-01-01T00:00:00Z")}
-		runs, next := Plan(sc, spec, now, 2*time.Second, dummyJob)
+		runs, next := plan(sc, spec, now, 2*time.Second, dummyJob)
 		if len(runs) != 4 || runs[0].Job != nil || !strings.Contains(runs[0].Reason, "at least") || !next.Equal(utc("2026-01-01T12:00:11Z")) {
 			t.Errorf("after a year down: %d runs, first %q, next %v", len(runs), runs[0].Reason, next)
 		}
