@@ -225,18 +225,11 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The store keeps the stored next_run_at when the spec and zone are
+	// unchanged (a deploy re-applying its config neither loses a due tick
+	// nor fires one twice); otherwise the schedule starts from the first
+	// tick after now.
 	next := spec.Next(now)
-	// Putting the same spec again (a deploy re-applying its config) keeps
-	// the schedule's place: a due tick is not lost and none fires twice.
-	old, err := a.cfg.Store.ScheduleGet(ctx, name)
-	switch {
-	case err == nil:
-		if old.Cron == req.Cron && old.Timezone == req.Timezone && !old.Paused {
-			next = old.NextRunAt
-		}
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, err
-	}
 	sc, err := a.cfg.Store.SchedulePut(ctx, &store.Schedule{
 		Name: name, Cron: req.Cron, Timezone: req.Timezone, Category: req.Category, URL: req.URL, Payload: req.Payload,
 		MaxRetries: int(valueOr(req.MaxRetries, 0)), RetryDelay: int(valueOr(req.RetryDelay, 0)), Timeout: int(valueOr(req.Timeout, 0)),

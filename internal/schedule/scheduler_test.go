@@ -244,3 +244,41 @@ func TestScheduler_RacingNodesFireEachTickOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduler_UnroutableTickIsRecorded checks that a tick whose category
+// has no queue is recorded as skipped with the reason, and that the
+// schedule moves on.
+func TestScheduler_UnroutableTickIsRecorded(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		st := dbtest.Open(t, dialect)
+		ctx := context.Background()
+		tick := utc("2026-06-01T00:00:00Z")
+		clk := &clock{now: tick.Add(time.Second)}
+		_, err := st.SchedulePut(ctx, &store.Schedule{
+			Name: "s", Cron: "@hourly", Timezone: "UTC", Category: "nowhere", URL: "http://127.0.0.1:1/",
+			Misfire: store.MisfireOnce, MaxCatchup: 100, Overlap: store.OverlapAllow, NextRunAt: tick,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New(Config{Store: st, Node: "n", Now: clk.Now}) // no default queue
+		if _, err := s.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: "s", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 || !runs[0].Skipped || !strings.Contains(runs[0].Reason, `no routing for category "nowhere"`) {
+			t.Fatalf("runs = %+v, want one skipped for routing", runs)
+		}
+		sc, err := st.ScheduleGet(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tick.Add(time.Hour); !sc.NextRunAt.Equal(want) {
+			t.Errorf("next_run_at = %v, want %v", sc.NextRunAt, want)
+		}
+	})
+}

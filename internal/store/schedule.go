@@ -11,7 +11,10 @@ import (
 // history.
 type ScheduleStore interface {
 	// SchedulePut creates the schedule or replaces it, and returns it as
-	// stored. NextRunAt is stored as given.
+	// stored. NextRunAt is stored as given, except that replacing an
+	// unpaused schedule with the same Cron and Timezone keeps its
+	// next_run_at (decided in the statement, so a tick fired meanwhile is
+	// not put back).
 	SchedulePut(ctx context.Context, s *Schedule) (*Schedule, error)
 	// ScheduleGet returns one schedule or ErrNotFound.
 	ScheduleGet(ctx context.Context, name string) (*Schedule, error)
@@ -29,7 +32,8 @@ type ScheduleStore interface {
 	SchedulesDue(ctx context.Context, p *SchedulesDueParams) ([]*Schedule, error)
 	// ScheduleFire fires a tick in one transaction: it moves next_run_at
 	// from p.Expect to p.Next (a compare-and-set on an unpaused schedule),
-	// then inserts p.Runs in order, each with its job. With p.SkipOverlap a
+	// then inserts p.Runs in order, each with its job. A run whose tick
+	// already has a run is left out (its tick fired before). With p.SkipOverlap a
 	// run whose previous run's job is still stored (waiting or grabbed) is
 	// recorded as skipped instead. It returns the runs as stored, or
 	// ErrNotFound if next_run_at was not p.Expect (another node fired the

@@ -57,11 +57,13 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 			_, err := tx.ExecContext(ctx, `/* rowq:schedules.put */
 				INSERT INTO schedules (`+scheduleCols+`)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
-				ON DUPLICATE KEY UPDATE cron = VALUES(cron), timezone = VALUES(timezone), category = VALUES(category),
+				ON DUPLICATE KEY UPDATE
+					next_run_at = IF(cron = VALUES(cron) AND timezone = VALUES(timezone) AND paused = 0, next_run_at, VALUES(next_run_at)),
+					cron = VALUES(cron), timezone = VALUES(timezone), category = VALUES(category),
 					url = VALUES(url), payload = VALUES(payload), max_retries = VALUES(max_retries),
 					retry_delay = VALUES(retry_delay), timeout = VALUES(timeout), misfire = VALUES(misfire),
 					max_catchup = VALUES(max_catchup), overlap = VALUES(overlap), paused = VALUES(paused),
-					next_run_at = VALUES(next_run_at), updated_at = NOW(6)`,
+					updated_at = NOW(6)`,
 				sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, sc.Payload, sc.MaxRetries, sc.RetryDelay, sc.Timeout,
 				sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt.UTC())
 			if err != nil {
@@ -214,10 +216,19 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 				}
 			}
 			for _, ri := range p.Runs {
+				var fired int
+				err := tx.QueryRowContext(ctx, `/* rowq:schedules.fire.seen */
+					SELECT COUNT(*) FROM schedule_runs WHERE schedule_name = ? AND kind = 'tick' AND tick = ?`, p.Name, ri.Tick.UTC()).Scan(&fired)
+				if err != nil {
+					return err
+				}
+				if fired > 0 {
+					continue
+				}
 				r := &store.ScheduleRun{Schedule: p.Name, Kind: store.RunTick, Tick: ri.Tick.UTC(), FiredAt: now, Node: p.Node, Reason: ri.Reason, Skipped: ri.Job == nil}
 				if ri.Job != nil && prev != 0 {
 					var stored int
-					err := tx.QueryRowContext(ctx, `/* rowq:schedules.fire.overlap */ SELECT COUNT(*) FROM jobs WHERE id = ?`, prev).Scan(&stored)
+					err = tx.QueryRowContext(ctx, `/* rowq:schedules.fire.overlap */ SELECT COUNT(*) FROM jobs WHERE id = ?`, prev).Scan(&stored)
 					if err != nil {
 						return err
 					}

@@ -70,11 +70,14 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 	got, err := queryRow(ctx, s, scanSchedule, `/* rowq:schedules.put */
 		INSERT INTO schedules (`+scheduleCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now())
-		ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone, category = excluded.category,
+		ON CONFLICT (name) DO UPDATE SET
+			next_run_at = CASE WHEN schedules.cron = excluded.cron AND schedules.timezone = excluded.timezone AND NOT schedules.paused
+				THEN schedules.next_run_at ELSE excluded.next_run_at END,
+			cron = excluded.cron, timezone = excluded.timezone, category = excluded.category,
 			url = excluded.url, payload = excluded.payload, max_retries = excluded.max_retries,
 			retry_delay = excluded.retry_delay, timeout = excluded.timeout, misfire = excluded.misfire,
 			max_catchup = excluded.max_catchup, overlap = excluded.overlap, paused = excluded.paused,
-			next_run_at = excluded.next_run_at, updated_at = now()
+			updated_at = now()
 		RETURNING `+scheduleCols,
 		sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, nullPayload(sc.Payload), sc.MaxRetries, sc.RetryDelay, sc.Timeout,
 		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt)
@@ -197,6 +200,15 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 			}
 		}
 		for _, ri := range p.Runs {
+			var fired bool
+			err := tx.QueryRow(ctx, `/* rowq:schedules.fire.seen */
+				SELECT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_name = $1 AND kind = 'tick' AND tick = $2)`, p.Name, ri.Tick).Scan(&fired)
+			if err != nil {
+				return err
+			}
+			if fired {
+				continue
+			}
 			r := &store.ScheduleRun{Schedule: p.Name, Kind: store.RunTick, Tick: ri.Tick.UTC(), FiredAt: now, Node: p.Node, Reason: ri.Reason, Skipped: ri.Job == nil}
 			if ri.Job != nil && prev != 0 {
 				var stored bool

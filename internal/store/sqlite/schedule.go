@@ -55,11 +55,14 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 	got, err := scanSchedule(s.w.QueryRowContext(ctx, `/* rowq:schedules.put */
 		INSERT INTO schedules (`+scheduleCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone, category = excluded.category,
+		ON CONFLICT (name) DO UPDATE SET
+			next_run_at = CASE WHEN schedules.cron = excluded.cron AND schedules.timezone = excluded.timezone AND schedules.paused = 0
+				THEN schedules.next_run_at ELSE excluded.next_run_at END,
+			cron = excluded.cron, timezone = excluded.timezone, category = excluded.category,
 			url = excluded.url, payload = excluded.payload, max_retries = excluded.max_retries,
 			retry_delay = excluded.retry_delay, timeout = excluded.timeout, misfire = excluded.misfire,
 			max_catchup = excluded.max_catchup, overlap = excluded.overlap, paused = excluded.paused,
-			next_run_at = excluded.next_run_at, updated_at = excluded.updated_at
+			updated_at = excluded.updated_at
 		RETURNING `+scheduleCols,
 		sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, nullPayload(sc.Payload), sc.MaxRetries, sc.RetryDelay, sc.Timeout,
 		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt.UnixMicro(), now, now))
@@ -216,6 +219,15 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 			}
 		}
 		for _, ri := range p.Runs {
+			var fired bool
+			err := tx.QueryRowContext(ctx, `/* rowq:schedules.fire.seen */
+				SELECT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_name = ? AND kind = 'tick' AND tick = ?)`, p.Name, ri.Tick.UnixMicro()).Scan(&fired)
+			if err != nil {
+				return err
+			}
+			if fired {
+				continue
+			}
 			r := &store.ScheduleRun{Schedule: p.Name, Kind: store.RunTick, Tick: ri.Tick.UTC(), FiredAt: fromMicros(now), Node: p.Node, Reason: ri.Reason, Skipped: ri.Job == nil}
 			if ri.Job != nil && prev != 0 {
 				var stored bool

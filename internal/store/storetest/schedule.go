@@ -23,6 +23,8 @@ var scheduleTests = []struct {
 	{"Schedule_FireOverlapSkip", testScheduleFireOverlap},
 	{"Schedule_TriggerAndRunsPaging", testScheduleTrigger},
 	{"Schedule_RunsPruned", testScheduleRunsPruned},
+	{"Schedule_PutKeepsNextRunAtOfSameSpec", testSchedulePutKeepsNext},
+	{"Schedule_FireSkipsTickAlreadyRun", testScheduleFireSkipsSeenTick},
 }
 
 var tick0 = time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
@@ -292,5 +294,55 @@ func testScheduleRunsPruned(t *testing.T, s store.Store) {
 	}
 	if newest := tick0.Add(time.Duration(store.ScheduleRunsKept+4) * time.Second); !all[0].Tick.Equal(newest) {
 		t.Errorf("newest run's tick = %v, want %v", all[0].Tick, newest)
+	}
+}
+
+func testSchedulePutKeepsNext(t *testing.T, s store.Store) {
+	later := tick0.Add(time.Hour)
+	putSchedule(t, s, newSchedule("s"))
+	same := newSchedule("s")
+	same.NextRunAt, same.URL = later, "http://127.0.0.1:2/other"
+	if got := putSchedule(t, s, same); !got.NextRunAt.Equal(tick0) || got.URL != same.URL {
+		t.Errorf("same spec put again: next_run_at %v url %q, want %v kept and the new url", got.NextRunAt, got.URL, tick0)
+	}
+	other := newSchedule("s")
+	other.Cron, other.NextRunAt = "@every 2m", later
+	if got := putSchedule(t, s, other); !got.NextRunAt.Equal(later) {
+		t.Errorf("new spec: next_run_at %v, want %v", got.NextRunAt, later)
+	}
+	zone := newSchedule("s")
+	zone.Cron, zone.Timezone, zone.NextRunAt = "@every 2m", "Europe/Berlin", tick0
+	if got := putSchedule(t, s, zone); !got.NextRunAt.Equal(tick0) {
+		t.Errorf("new zone: next_run_at %v, want %v", got.NextRunAt, tick0)
+	}
+	must(s.SchedulePause(ctxT(t), &store.SchedulePauseParams{Name: "s", Paused: true}))(t)
+	paused := newSchedule("s")
+	paused.Cron, paused.Timezone, paused.NextRunAt = "@every 2m", "Europe/Berlin", later
+	if got := putSchedule(t, s, paused); !got.NextRunAt.Equal(later) || got.Paused {
+		t.Errorf("put over a paused schedule: next_run_at %v paused %t, want %v and unpaused", got.NextRunAt, got.Paused, later)
+	}
+}
+
+// testScheduleFireSkipsSeenTick puts a schedule back to a tick that
+// already fired (a put racing a firing could): firing it again enqueues
+// nothing and moves on.
+func testScheduleFireSkipsSeenTick(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	putSchedule(t, s, newSchedule("s"))
+	must(fire(t, s, "s", tick0, &store.ScheduleRunInsert{Tick: tick0, Job: scheduleJob("q")}))(t)
+	back := newSchedule("s")
+	back.Cron = "@every 2m" // a new spec: the given next_run_at is stored
+	putSchedule(t, s, back)
+	runs := must(fire(t, s, "s", tick0, &store.ScheduleRunInsert{Tick: tick0, Job: scheduleJob("q")}))(t)
+	if len(runs) != 0 {
+		t.Errorf("tick fired again: %+v", runs)
+	}
+	if got := must(s.ScheduleGet(ctx, "s"))(t); !got.NextRunAt.Equal(tick0.Add(time.Minute)) {
+		t.Errorf("next_run_at = %v, want it moved on", got.NextRunAt)
+	}
+	grabbed := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 10, Lease: time.Minute}))(t)
+	if len(grabbed) != 1 {
+		t.Errorf("%d jobs, want 1", len(grabbed))
 	}
 }
