@@ -344,6 +344,10 @@ func (a *API) triggerSchedule(r *http.Request) (any, error) {
 		return nil, notFound(err, "name: no schedule %q", name)
 	}
 	run, err := a.cfg.Scheduler.Trigger(r.Context(), sc)
+	for try := 1; errors.Is(err, store.ErrConflict) && try < 3; try++ {
+		// Two triggers in the same microsecond share a run key.
+		run, err = a.cfg.Scheduler.Trigger(r.Context(), sc)
+	}
 	if errors.Is(err, schedule.ErrUnroutable) {
 		return nil, errorf(http.StatusNotFound, "category: %v", err)
 	}

@@ -114,16 +114,24 @@ func (s *Scheduler) Wake() {
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.done)
 	backoff := s.cfg.MaxSleep
+	failing := false
 	for {
 		sleep, err := s.RunDue(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			// One warning per outage; the ticks it makes late are
+			// handled by the misfire policies when it ends.
+			if !failing {
+				s.log.Warn("read due schedules; retrying", "err", err)
 			}
-			s.log.Warn("fire due schedules", "err", err, "retry_in", backoff)
+			failing = true
 			sleep = backoff
-			backoff = min(2*backoff, 30*time.Second)
-		} else {
+			backoff = min(2*backoff, 5*time.Second)
+		case failing:
+			s.log.Info("reading due schedules recovered")
+			failing = false
 			backoff = s.cfg.MaxSleep
 		}
 		t := time.NewTimer(sleep)
