@@ -32,7 +32,7 @@ var commands = []command{
 	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
-	{"schedule", "ls|get|put|rm|pause|resume|trigger|runs", "manage cron schedules on a running server", scheduleCmd},
+	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
 }
 
 func usage() string {

@@ -282,3 +282,55 @@ func TestScheduler_UnroutableTickIsRecorded(t *testing.T) {
 		}
 	})
 }
+
+func TestScheduler_StopWithoutStart(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Store: dbtest.Open(t, "sqlite")})
+	s.Stop()
+	s.Stop() // idempotent
+	s.Start(context.Background())
+}
+
+// TestScheduler_WakeLooksAtOnce runs the loop with a long sleep: a due
+// schedule fires only because Wake (as after a PUT) cut the sleep short.
+func TestScheduler_WakeLooksAtOnce(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, "sqlite")
+	ctx := context.Background()
+	if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Store: st, Node: "n", DefaultQueue: "q", MaxSleep: time.Hour})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	time.Sleep(100 * time.Millisecond) // let the first look find nothing
+	now, err := st.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SchedulePut(ctx, &store.Schedule{
+		Name: "s", Cron: "@daily", Timezone: "UTC", Category: "cat", URL: "http://127.0.0.1:1/",
+		Misfire: store.MisfireOnce, MaxCatchup: 100, Overlap: store.OverlapAllow, NextRunAt: now.Truncate(time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Wake()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runs, err := st.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: "s", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the woken loop did not fire the due schedule within 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Stop()
+}
