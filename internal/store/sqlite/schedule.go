@@ -142,11 +142,14 @@ func (s *Store) SchedulePause(ctx context.Context, p *store.SchedulePauseParams)
 	return got, nil
 }
 
+// dueSQL is the loop's look at due schedules, run by every node every
+// second: EXPLAIN QUERY PLAN must show the schedules_due index and no sort.
+const dueSQL = `/* rowq:schedules.due */
+	SELECT ` + scheduleCols + ` FROM schedules WHERE paused = 0 AND next_run_at <= ? ORDER BY next_run_at LIMIT ?`
+
 // SchedulesDue returns the unpaused schedules due at p.Before.
 func (s *Store) SchedulesDue(ctx context.Context, p *store.SchedulesDueParams) ([]*store.Schedule, error) {
-	out, err := s.querySchedules(ctx, `/* rowq:schedules.due */
-		SELECT `+scheduleCols+` FROM schedules WHERE paused = 0 AND next_run_at <= ? ORDER BY next_run_at LIMIT ?`,
-		p.Before.UnixMicro(), p.Limit)
+	out, err := s.querySchedules(ctx, dueSQL, p.Before.UnixMicro(), p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list due schedules: %w", err)
 	}
