@@ -104,7 +104,7 @@ func Parse(spec string, loc *time.Location) (Spec, error) {
 			return nil, fmt.Errorf("@every wants a duration such as 30s or 1h30m: %v", err)
 		}
 		if d < MinInterval || d%time.Second != 0 {
-			return nil, fmt.Errorf("@every interval must be a whole number of seconds, at least 1s, got %s", d)
+			return nil, fmt.Errorf("@every interval must be a whole number of seconds, at least 1s (%s is not)", d)
 		}
 		return every{d}, nil
 	}
@@ -143,7 +143,7 @@ func Parse(spec string, loc *time.Location) (Spec, error) {
 	c.dowStar = fs[5] == "*" || fs[5] == "?"
 	c.everyHour = c.hour == 1<<24-1
 	if c.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
-		return nil, fmt.Errorf("%q %w: no date matches its day and month fields", spec, ErrNever)
+		return nil, fmt.Errorf("%w: no date matches its day and month fields", ErrNever)
 	}
 	return c, nil
 }
