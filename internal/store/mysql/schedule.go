@@ -54,18 +54,23 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 	var got *store.Schedule
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
+			// The new values are passed again for the UPDATE part rather
+			// than read with VALUES(), which MySQL 8.0.20+ deprecates.
+			// next_run_at is assigned first: later assignments would
+			// change the cron and timezone it compares.
+			next := sc.NextRunAt.UTC()
 			_, err := tx.ExecContext(ctx, `/* rowq:schedules.put */
 				INSERT INTO schedules (`+scheduleCols+`)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
 				ON DUPLICATE KEY UPDATE
-					next_run_at = IF(cron = VALUES(cron) AND timezone = VALUES(timezone) AND paused = 0, next_run_at, VALUES(next_run_at)),
-					cron = VALUES(cron), timezone = VALUES(timezone), category = VALUES(category),
-					url = VALUES(url), payload = VALUES(payload), max_retries = VALUES(max_retries),
-					retry_delay = VALUES(retry_delay), timeout = VALUES(timeout), misfire = VALUES(misfire),
-					max_catchup = VALUES(max_catchup), overlap = VALUES(overlap), paused = VALUES(paused),
-					updated_at = NOW(6)`,
+					next_run_at = IF(cron = ? AND timezone = ? AND paused = 0, next_run_at, ?),
+					cron = ?, timezone = ?, category = ?, url = ?, payload = ?, max_retries = ?, retry_delay = ?,
+					timeout = ?, misfire = ?, max_catchup = ?, overlap = ?, paused = ?, updated_at = NOW(6)`,
 				sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, sc.Payload, sc.MaxRetries, sc.RetryDelay, sc.Timeout,
-				sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt.UTC())
+				sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, next,
+				sc.Cron, sc.Timezone, next,
+				sc.Cron, sc.Timezone, sc.Category, sc.URL, sc.Payload, sc.MaxRetries, sc.RetryDelay,
+				sc.Timeout, sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused)
 			if err != nil {
 				return err
 			}

@@ -128,11 +128,14 @@ func (s *Store) SchedulePause(ctx context.Context, p *store.SchedulePauseParams)
 	return got, nil
 }
 
+// dueSQL is the loop's look at due schedules, run by every node every
+// second: it walks the partial index schedules_due without a sort.
+const dueSQL = `/* rowq:schedules.due */
+	SELECT ` + scheduleCols + ` FROM schedules WHERE NOT paused AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2`
+
 // SchedulesDue returns the unpaused schedules due at p.Before.
 func (s *Store) SchedulesDue(ctx context.Context, p *store.SchedulesDueParams) ([]*store.Schedule, error) {
-	out, err := queryRows(ctx, s, scanSchedule, `/* rowq:schedules.due */
-		SELECT `+scheduleCols+` FROM schedules WHERE NOT paused AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2`,
-		p.Before, p.Limit)
+	out, err := queryRows(ctx, s, scanSchedule, dueSQL, p.Before, p.Limit)
 	if err != nil {
 		return nil, wrap(err, "list due schedules")
 	}
