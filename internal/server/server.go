@@ -132,6 +132,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Node:         cfg.NodeID,
 		DefaultQueue: cfg.QueueDefault,
 		Waker:        s.disp,
+		MisfireGrace: cfg.ScheduleMisfireGrace,
 	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
