@@ -61,6 +61,9 @@ func TestParse_Errors(t *testing.T) {
 		{"@every 1500ms", "whole number of seconds"},
 		{"@every soon", "@every wants a duration"},
 		{"@fortnightly", "unknown macro"},
+		{"0 0 L * *", "day of month"}, // Quartz modifiers are not cron's
+		{"0 0 15W * *", "day of month"},
+		{"0 0 * * 5#3", "day of week"},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			_, err := Parse(tc.spec, time.UTC)
