@@ -1,6 +1,6 @@
 // Package server assembles a rowq node: it opens and migrates the store,
-// ensures the default queue, and runs the HTTP API and the dispatcher until
-// it is stopped.
+// ensures the default queue, and runs the HTTP API, the dispatcher and the
+// schedule loop until it is stopped.
 package server
 
 import (
@@ -94,7 +94,8 @@ func (s *Server) NodeID() string { return s.cfg.NodeID }
 // Addr returns the address the API listens on, once started.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Start ensures the default queue, binds the API and starts the dispatcher.
+// Start ensures the default queue, binds the API and starts the dispatcher
+// and the schedule loop.
 func (s *Server) Start(ctx context.Context) error {
 	cfg := s.cfg
 	defaults := store.Queue{PollingInterval: cfg.QueueDefaultPollingInterval, MaxWorkers: cfg.QueueDefaultMaxWorkers}
