@@ -169,8 +169,12 @@ func (s *Scheduler) RunDue(ctx context.Context) (time.Duration, error) {
 		fired++
 		// One schedule's failure must not hold up the others: it is
 		// logged and tried again at the next look.
-		if err := s.fire(ctx, sc, now); err != nil && ctx.Err() == nil {
+		next, err := s.fire(ctx, sc, now)
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("fire schedule", "schedule", sc.Name, "tick", sc.NextRunAt, "err", err)
+		}
+		if !next.IsZero() {
+			sleep = min(sleep, max(next.Sub(now), 0))
 		}
 	}
 	if fired == dueBatch {
@@ -269,20 +273,20 @@ func plan(sc *store.Schedule, spec Spec, now time.Time, grace time.Duration, job
 	return runs, next
 }
 
-// fire fires one due schedule. Losing the race for the tick to another
-// node is not an error.
-func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) error {
+// fire fires one due schedule and returns its next fire time (zero if it
+// failed). Losing the race for the tick to another node is not an error.
+func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (time.Time, error) {
 	loc, err := time.LoadLocation(sc.Timezone)
 	if err != nil {
-		return fmt.Errorf("schedule %q: load time zone %q: %w", sc.Name, sc.Timezone, err)
+		return time.Time{}, fmt.Errorf("schedule %q: load time zone %q: %w", sc.Name, sc.Timezone, err)
 	}
 	spec, err := Parse(sc.Cron, loc)
 	if err != nil {
-		return fmt.Errorf("schedule %q: parse cron %q: %w", sc.Name, sc.Cron, err)
+		return time.Time{}, fmt.Errorf("schedule %q: parse cron %q: %w", sc.Name, sc.Cron, err)
 	}
 	queue, unroutable, err := route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
 	if err != nil {
-		return fmt.Errorf("schedule %q: route category %q: %w", sc.Name, sc.Category, err)
+		return time.Time{}, fmt.Errorf("schedule %q: route category %q: %w", sc.Name, sc.Category, err)
 	}
 	runs, next := plan(sc, spec, now, s.cfg.MisfireGrace, func() *store.JobInsertParams { return jobOf(sc, queue) })
 	if unroutable != "" {
@@ -298,10 +302,10 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		s.log.Debug("tick fired elsewhere or schedule changed", "schedule", sc.Name, "tick", sc.NextRunAt)
-		return nil
+		return time.Time{}, nil
 	}
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	woke := false
 	for _, r := range fired {
@@ -311,7 +315,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 			woke = true
 		}
 	}
-	return nil
+	return next, nil
 }
 
 // jobOf is the job a run of the schedule enqueues in queue.
