@@ -230,6 +230,9 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	// nor fires one twice); otherwise the schedule starts from the first
 	// tick after now.
 	next := spec.Next(now)
+	if next.IsZero() {
+		return nil, errorf(http.StatusBadRequest, "cron: no fire time within 9 years, got %q", req.Cron)
+	}
 	sc, err := a.cfg.Store.SchedulePut(ctx, &store.Schedule{
 		Name: name, Cron: req.Cron, Timezone: req.Timezone, Category: req.Category, URL: req.URL, Payload: req.Payload,
 		MaxRetries: int(valueOr(req.MaxRetries, 0)), RetryDelay: int(valueOr(req.RetryDelay, 0)), Timeout: int(valueOr(req.Timeout, 0)),
@@ -295,8 +298,8 @@ func (a *API) listSchedules(r *http.Request) (any, error) {
 }
 
 // setPaused pauses or resumes a schedule. Resuming starts from the next
-// tick after now: ticks that passed while paused are not run (as with a
-// suspended Kubernetes CronJob or a paused Temporal schedule).
+// tick after now: ticks that passed while paused were the operator's
+// choice not to run, as with a paused Temporal schedule.
 func (a *API) setPaused(r *http.Request, paused bool) (any, error) {
 	ctx := r.Context()
 	name := r.PathValue("name")
