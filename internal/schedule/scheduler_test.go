@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -333,4 +334,82 @@ func TestScheduler_WakeLooksAtOnce(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.Stop()
+}
+
+// syncBuf is a log sink safe for the loop's goroutine.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestScheduler_LoopOutlivesDatabaseOutage makes the clock fail for a
+// while, as an unreachable database does: the loop warns once, then fires
+// the due schedule when the database answers again.
+func TestScheduler_LoopOutlivesDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, "sqlite")
+	ctx := context.Background()
+	if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SchedulePut(ctx, &store.Schedule{
+		Name: "s", Cron: "@daily", Timezone: "UTC", Category: "cat", URL: "http://127.0.0.1:1/",
+		Misfire: store.MisfireOnce, MaxCatchup: 100, Overlap: store.OverlapAllow, NextRunAt: now.Truncate(time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		fails = 3
+		logs  syncBuf
+	)
+	clk := func(ctx context.Context) (time.Time, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fails > 0 {
+			fails--
+			return time.Time{}, fmt.Errorf("read database clock: %w", store.ErrUnavailable)
+		}
+		return st.Now(ctx)
+	}
+	s := New(Config{Store: st, Node: "n", DefaultQueue: "q", Now: clk, MaxSleep: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.Start(ctx)
+	defer s.Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runs, err := st.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: "s", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run 20s after the outage; logs:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Stop()
+	out := logs.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 || !strings.Contains(out, "reading due schedules recovered") {
+		t.Errorf("logs of a 3-look outage, want one warning and a recovery:\n%s", out)
+	}
 }
