@@ -32,6 +32,7 @@ const searchYears = 9
 // spacing, whatever the time zone and its clock changes.
 type every struct{ d time.Duration }
 
+// Next returns the first multiple of the interval after t.
 func (e every) Next(t time.Time) time.Time {
 	n := t.UnixNano()
 	d := e.d.Nanoseconds()
