@@ -37,6 +37,7 @@ var commands = []command{
 	{"job", "VERB", "jobs on a server: push ls get rm", jobCmd},
 	{"failed", "VERB", "a queue's failure log on a server: ls get rm", failedCmd},
 	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
+	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
 }
 
 func usage() string {

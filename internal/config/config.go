@@ -31,6 +31,9 @@ type Config struct {
 	GrabLease             time.Duration
 	RescueInterval        time.Duration
 	MaxBodyBytes          int64
+	// ScheduleMisfireGrace is how late a schedule's tick may fire and still
+	// be on time; older ticks are handled by the misfire policy.
+	ScheduleMisfireGrace time.Duration
 
 	DispatchUserAgent       string
 	DispatchKeepAlive       bool
@@ -58,6 +61,7 @@ func Default() Config {
 		NodeTTL:                     10 * time.Second,
 		GrabLease:                   30 * time.Second,
 		RescueInterval:              5 * time.Second,
+		ScheduleMisfireGrace:        5 * time.Second,
 		MaxBodyBytes:                1 << 20,
 		DispatchUserAgent:           "rowq",
 		DispatchKeepAlive:           true,
@@ -103,6 +107,8 @@ func (c *Config) options() []option {
 			usage: "how long a grabbed job stays held without renewal (renewed every third of it while delivering)"},
 		{flag: "rescue-interval", env: "ROWQ_RESCUE_INTERVAL", value: (*durValue)(&c.RescueInterval),
 			usage: "how often a queue's dispatcher frees grabs whose holder vanished"},
+		{flag: "schedule-misfire-grace", env: "ROWQ_SCHEDULE_MISFIRE_GRACE", value: (*durValue)(&c.ScheduleMisfireGrace),
+			usage: "how late a schedule's tick may fire and still be on time; older ticks follow the misfire policy"},
 		{flag: "max-body-bytes", env: "ROWQ_MAX_BODY_BYTES", value: (*int64Value)(&c.MaxBodyBytes), usage: "largest request body accepted (413 above)"},
 		{flag: "dispatch-user-agent", env: "ROWQ_DISPATCH_USER_AGENT", fireworq: "FIREWORQ_DISPATCH_USER_AGENT", value: (*strValue)(&c.DispatchUserAgent),
 			usage: "User-Agent of deliveries to workers"},
@@ -177,6 +183,8 @@ func (c *Config) Validate() error {
 	check(c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
 	check(c.GrabLease >= 300*time.Millisecond, "grab-lease: must be at least 300ms, got %v", c.GrabLease)
 	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
+	check(c.ScheduleMisfireGrace >= time.Second && c.ScheduleMisfireGrace <= 24*time.Hour,
+		"schedule-misfire-grace: must be 1s..24h, got %v", c.ScheduleMisfireGrace)
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")

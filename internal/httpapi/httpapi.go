@@ -18,6 +18,7 @@ import (
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
@@ -58,6 +59,8 @@ type Config struct {
 	// Locks serves the lock API; nil means a service on Store that relies
 	// on polling to hear of releases on other nodes.
 	Locks *lock.Service
+	// Scheduler is the node's schedule loop; nil: one that is not started.
+	Scheduler Scheduler
 }
 
 // API is the HTTP API. Close it to flush pending enqueues.
@@ -82,6 +85,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.Locks == nil {
 		cfg.Locks = lock.New(lock.Config{Store: cfg.Store, Logger: cfg.Logger})
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = schedule.New(schedule.Config{Store: cfg.Store, Logger: cfg.Logger, DefaultQueue: cfg.DefaultQueue})
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
@@ -134,6 +140,14 @@ func (a *API) routes() {
 	a.handle("DELETE /lock/{name}", a.releaseLock)
 	a.handle("GET /lock/{name}", a.getLock)
 	a.handle("GET /locks", a.listLocks)
+	a.handle("GET /schedules", a.listSchedules)
+	a.handle("GET /schedule/{name}", a.getSchedule)
+	a.handle("PUT /schedule/{name}", a.putSchedule)
+	a.handle("DELETE /schedule/{name}", a.deleteSchedule)
+	a.handle("POST /schedule/{name}/pause", a.pauseSchedule)
+	a.handle("POST /schedule/{name}/resume", a.resumeSchedule)
+	a.handle("POST /schedule/{name}/trigger", a.triggerSchedule)
+	a.handle("GET /schedule/{name}/runs", a.scheduleRuns)
 
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })

@@ -258,6 +258,19 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("PUT", "/lock/l1", `{"ttl":30}`, 400)
 		c.call("PUT", "/lock/bad%20name", `{"owner":"o","ttl":30}`, 400)
 
+		// Schedules.
+		c.call("PUT", "/schedule/s1", `{"cron":"0 9 * * 1-5","timezone":"Europe/Berlin","category":"c","url":"`+w.URL+`","payload":{"n":1}}`, 200)
+		c.call("GET", "/schedule/s1", "", 200)
+		c.call("GET", "/schedules?limit=10", "", 200)
+		c.call("POST", "/schedule/s1/pause", "", 200)
+		c.call("POST", "/schedule/s1/resume", "", 200)
+		c.call("POST", "/schedule/s1/trigger", "", 200)
+		c.call("GET", "/schedule/s1/runs", "", 200)
+		c.call("DELETE", "/schedule/s1", "", 200)
+		c.call("PUT", "/schedule/s1", `{"cron":"61 * * * *","category":"c","url":"`+w.URL+`"}`, 400)
+		c.call("PUT", "/schedule/s1", `{"cron":"@daily","timezone":"Mars/Base","category":"c","url":"`+w.URL+`"}`, 400)
+		c.call("GET", "/schedule/nope", "", 404)
+
 		// Error answers.
 		c.call("GET", "/queue/no%20pe", "", 400)
 		c.call("GET", "/queue/nope", "", 404)

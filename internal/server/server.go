@@ -1,6 +1,6 @@
 // Package server assembles a rowq node: it opens and migrates the store,
-// ensures the default queue, and runs the HTTP API and the dispatcher until
-// it is stopped.
+// ensures the default queue, and runs the HTTP API, the dispatcher and the
+// schedule loop until it is stopped.
 package server
 
 import (
@@ -21,6 +21,7 @@ import (
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
@@ -39,6 +40,7 @@ type Server struct {
 	disp  *dispatch.Dispatcher
 	stats *stats.Recorder
 	locks *lock.Service
+	sched *schedule.Scheduler
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
@@ -96,7 +98,8 @@ func (s *Server) NodeID() string { return s.cfg.NodeID }
 // Addr returns the address the API listens on, once started.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Start ensures the default queue, binds the API and starts the dispatcher.
+// Start ensures the default queue, binds the API and starts the dispatcher
+// and the schedule loop.
 func (s *Server) Start(ctx context.Context) error {
 	cfg := s.cfg
 	defaults := store.Queue{PollingInterval: cfg.QueueDefaultPollingInterval, MaxWorkers: cfg.QueueDefaultMaxWorkers}
@@ -134,6 +137,14 @@ func (s *Server) Start(ctx context.Context) error {
 	})
 	s.locks = lock.New(lock.Config{Store: s.store, Logger: s.log})
 	s.locks.Start(ctx)
+	s.sched = schedule.New(schedule.Config{
+		Store:        s.store,
+		Logger:       s.log,
+		Node:         cfg.NodeID,
+		DefaultQueue: cfg.QueueDefault,
+		Waker:        s.disp,
+		MisfireGrace: cfg.ScheduleMisfireGrace,
+	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -147,12 +158,16 @@ func (s *Server) Start(ctx context.Context) error {
 		RouteCacheTTL: cfg.ConfigRefreshInterval,
 		Handoff:       s.disp,
 		Locks:         s.locks,
+		Scheduler:     s.sched,
 	})
 	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan error, 1)
 	go func() { s.serve <- s.http.Serve(ln) }()
 	if err := s.disp.Start(ctx); err != nil {
 		s.log.Warn("first heartbeat failed; the dispatcher keeps trying", "err", err)
+	}
+	if err := s.sched.Start(ctx); err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
 	}
 	s.log.Info("rowq serving", "addr", ln.Addr().String(), "database", backend.Redact(cfg.DatabaseURL), "version", Version)
 	return nil
@@ -204,6 +219,9 @@ func (s *Server) stop(hard <-chan struct{}) error {
 			errs = append(errs, fmt.Errorf("serve HTTP: %w", err))
 		}
 		s.api.Close()
+	}
+	if s.sched != nil {
+		s.sched.Stop()
 	}
 	if s.disp != nil {
 		s.disp.Stop(ctx)

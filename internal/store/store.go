@@ -53,6 +53,7 @@ type Store interface {
 	StatsKeeper
 	Handoff // perf.go: jobs inserted already grabbed by the accepting node
 	LockStore
+	ScheduleStore
 
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.

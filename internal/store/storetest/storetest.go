@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 	tests = append(tests, jobsExtraTests...)
 	tests = append(tests, perfTests...)
 	tests = append(tests, lockTests...)
+	tests = append(tests, scheduleTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,54 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/rowq/rowq/client"
+)
+
+// A nightly job at 02:30 Berlin time; ticks missed while no rowq node ran
+// are run once.
+func ExampleClient_PutSchedule() {
+	c := client.New("http://127.0.0.1:8080", nil)
+	ctx := context.Background()
+	s, err := c.PutSchedule(ctx, "nightly-report", &client.NewSchedule{
+		Cron:     "30 2 * * *",
+		Timezone: "Europe/Berlin",
+		Category: "report",
+		URL:      "http://worker:9000/report",
+		Payload:  json.RawMessage(`{"kind":"daily"}`),
+		Misfire:  "once",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, next := range s.NextRuns {
+		fmt.Println(next.Local, next.UTC)
+	}
+}
+
+// The run history, newest first, one page at a time.
+func ExampleClient_ScheduleRuns() {
+	c := client.New("http://127.0.0.1:8080", nil)
+	ctx := context.Background()
+	for before := ""; ; {
+		page, err := c.ScheduleRuns(ctx, "nightly-report", before, 100)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, r := range page.Runs {
+			if r.Skipped {
+				fmt.Println(r.Tick, "skipped:", r.Reason)
+			} else {
+				fmt.Println(r.Tick, "job", *r.JobID, "by", r.Node)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		before = page.Next
+	}
+}

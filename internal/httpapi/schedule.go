@@ -1,0 +1,391 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rowq/rowq/internal/schedule"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Scheduler is the node's schedule loop as the API sees it.
+type Scheduler interface {
+	// Wake tells the loop that a schedule was put or resumed.
+	Wake()
+	// Trigger enqueues one run of the schedule now.
+	Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error)
+}
+
+// Limits of schedule inputs.
+const (
+	maxCatchupCap    = 1000
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+	nextRunsShown    = 5
+)
+
+// scheduleRequest is the body of PUT /schedule/{name}. Durations are
+// seconds.
+type scheduleRequest struct {
+	Cron       string          `json:"cron"`
+	Timezone   string          `json:"timezone"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload"`
+	MaxRetries *int64          `json:"max_retries"`
+	RetryDelay *int64          `json:"retry_delay"`
+	Timeout    *int64          `json:"timeout"`
+	Misfire    string          `json:"misfire"`
+	MaxCatchup *int64          `json:"max_catchup"`
+	Overlap    string          `json:"overlap"`
+	Paused     bool            `json:"paused"`
+}
+
+// scheduleResponse is a schedule as the API answers it.
+type scheduleResponse struct {
+	Name       string          `json:"name"`
+	Cron       string          `json:"cron"`
+	Timezone   string          `json:"timezone"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	MaxRetries int             `json:"max_retries"`
+	RetryDelay int             `json:"retry_delay"`
+	Timeout    int             `json:"timeout"`
+	Misfire    string          `json:"misfire"`
+	MaxCatchup int             `json:"max_catchup"`
+	Overlap    string          `json:"overlap"`
+	Paused     bool            `json:"paused"`
+	// NextRunAt and NextRuns are null and empty while paused.
+	NextRunAt *time.Time `json:"next_run_at"`
+	NextRuns  []nextRun  `json:"next_runs"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// nextRun is a fire time in the schedule's zone and in UTC.
+type nextRun struct {
+	Local string `json:"local"`
+	UTC   string `json:"utc"`
+}
+
+type scheduleList struct {
+	Schedules []*scheduleResponse `json:"schedules"`
+	// Next is the cursor of the next page (?after=), absent on the last.
+	Next string `json:"next,omitempty"`
+}
+
+type runResponse struct {
+	ID       int64     `json:"id"`
+	Schedule string    `json:"schedule"`
+	Kind     string    `json:"kind"`
+	Tick     time.Time `json:"tick"`
+	FiredAt  time.Time `json:"fired_at"`
+	Node     string    `json:"node"`
+	JobID    *int64    `json:"job_id"`
+	Queue    string    `json:"queue_name,omitempty"`
+	Skipped  bool      `json:"skipped"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+type runList struct {
+	Runs []*runResponse `json:"runs"`
+	// Next is the cursor of the next (older) page (?before=), absent on
+	// the last.
+	Next string `json:"next,omitempty"`
+}
+
+func toRun(r *store.ScheduleRun) *runResponse {
+	out := &runResponse{ID: r.ID, Schedule: r.Schedule, Kind: r.Kind, Tick: r.Tick, FiredAt: r.FiredAt,
+		Node: r.Node, Queue: r.Queue, Skipped: r.Skipped, Reason: r.Reason}
+	if !r.Skipped {
+		id := r.JobID
+		out.JobID = &id
+	}
+	return out
+}
+
+// loadZone loads an IANA zone; "Local" is refused, as it depends on the
+// host.
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || name == "Local" || len(name) > 64 {
+		return nil, errors.New("not an IANA name")
+	}
+	return time.LoadLocation(name)
+}
+
+func toSchedule(sc *store.Schedule) *scheduleResponse {
+	out := &scheduleResponse{
+		Name: sc.Name, Cron: sc.Cron, Timezone: sc.Timezone, Category: sc.Category, URL: sc.URL, Payload: sc.Payload,
+		MaxRetries: sc.MaxRetries, RetryDelay: sc.RetryDelay, Timeout: sc.Timeout, Misfire: sc.Misfire,
+		MaxCatchup: sc.MaxCatchup, Overlap: sc.Overlap, Paused: sc.Paused, NextRuns: []nextRun{},
+		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
+	}
+	if sc.Paused {
+		return out
+	}
+	next := sc.NextRunAt
+	out.NextRunAt = &next
+	loc, err := loadZone(sc.Timezone)
+	if err != nil {
+		return out
+	}
+	spec, err := schedule.Parse(sc.Cron, loc)
+	if err != nil {
+		return out
+	}
+	runs := append([]time.Time{next}, schedule.NextRuns(spec, next, nextRunsShown-1)...)
+	for _, t := range runs {
+		out.NextRuns = append(out.NextRuns, nextRun{Local: t.In(loc).Format(time.RFC3339), UTC: t.UTC().Format(time.RFC3339)})
+	}
+	return out
+}
+
+// validate checks the request and fills in the defaults; it returns the
+// parsed spec.
+func (req *scheduleRequest) validate() (schedule.Spec, error) {
+	if req.Timezone == "" {
+		req.Timezone = "UTC"
+	}
+	loc, err := loadZone(req.Timezone)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "timezone: want an IANA time zone name such as Europe/Berlin, got %q", req.Timezone)
+	}
+	if strings.TrimSpace(req.Cron) == "" {
+		return nil, errorf(http.StatusBadRequest, "cron: required")
+	}
+	spec, err := schedule.Parse(req.Cron, loc)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "cron: %v, got %q", err, req.Cron)
+	}
+	if err := checkName("category", req.Category); err != nil {
+		return nil, err
+	}
+	if err := checkURL("url", req.URL); err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(req.Payload) {
+		return nil, errorf(http.StatusBadRequest, "payload: must be valid UTF-8")
+	}
+	if string(req.Payload) == "null" {
+		req.Payload = nil
+	}
+	for _, c := range []struct {
+		field  string
+		v      *int64
+		lo, hi int64
+	}{
+		{"max_retries", req.MaxRetries, 0, maxRetries},
+		{"retry_delay", req.RetryDelay, 0, maxRetryDelay},
+		{"timeout", req.Timeout, 0, maxTimeout},
+		{"max_catchup", req.MaxCatchup, 1, maxCatchupCap},
+	} {
+		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
+			return nil, err
+		}
+	}
+	switch req.Misfire {
+	case "":
+		req.Misfire = store.MisfireOnce
+	case store.MisfireSkip, store.MisfireOnce, store.MisfireAll:
+	default:
+		return nil, errorf(http.StatusBadRequest, "misfire: must be skip, once or all, got %q", req.Misfire)
+	}
+	switch req.Overlap {
+	case "":
+		req.Overlap = store.OverlapAllow
+	case store.OverlapAllow, store.OverlapSkip:
+	default:
+		return nil, errorf(http.StatusBadRequest, "overlap: must be allow or skip, got %q", req.Overlap)
+	}
+	return spec, nil
+}
+
+func (a *API) putSchedule(r *http.Request) (any, error) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	var req scheduleRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	spec, err := req.validate()
+	if err != nil {
+		return nil, err
+	}
+	now, err := a.cfg.Store.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The store keeps the stored next_run_at when the spec and zone are
+	// unchanged (a deploy re-applying its config neither loses a due tick
+	// nor fires one twice); otherwise the schedule starts from the first
+	// tick after now.
+	next := spec.Next(now)
+	if next.IsZero() {
+		return nil, errorf(http.StatusBadRequest, "cron: no fire time within 9 years, got %q", req.Cron)
+	}
+	sc, err := a.cfg.Store.SchedulePut(ctx, &store.Schedule{
+		Name: name, Cron: req.Cron, Timezone: req.Timezone, Category: req.Category, URL: req.URL, Payload: req.Payload,
+		MaxRetries: int(valueOr(req.MaxRetries, 0)), RetryDelay: int(valueOr(req.RetryDelay, 0)), Timeout: int(valueOr(req.Timeout, 0)),
+		Misfire: req.Misfire, MaxCatchup: int(valueOr(req.MaxCatchup, 100)), Overlap: req.Overlap, Paused: req.Paused,
+		NextRunAt: next,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.cfg.Scheduler.Wake()
+	return toSchedule(sc), nil
+}
+
+func (a *API) getSchedule(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	sc, err := a.cfg.Store.ScheduleGet(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	return toSchedule(sc), nil
+}
+
+func (a *API) deleteSchedule(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	sc, err := a.cfg.Store.ScheduleDelete(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	return toSchedule(sc), nil
+}
+
+// pageLimit reads ?limit=, default defaultPageLimit.
+func pageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPageLimit {
+		return 0, errorf(http.StatusBadRequest, "limit: must be 1..%d, got %q", maxPageLimit, v)
+	}
+	return n, nil
+}
+
+func (a *API) listSchedules(r *http.Request) (any, error) {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return nil, err
+	}
+	after := r.URL.Query().Get("after")
+	ss, err := a.cfg.Store.ScheduleList(r.Context(), &store.ScheduleListParams{After: after, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := &scheduleList{Schedules: []*scheduleResponse{}}
+	for _, sc := range ss {
+		out.Schedules = append(out.Schedules, toSchedule(sc))
+	}
+	if len(ss) == limit {
+		out.Next = ss[len(ss)-1].Name
+	}
+	return out, nil
+}
+
+// setPaused pauses or resumes a schedule. Resuming starts from the next
+// tick after now: ticks that passed while paused were the operator's
+// choice not to run, as with a paused Temporal schedule.
+func (a *API) setPaused(r *http.Request, paused bool) (any, error) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	p := &store.SchedulePauseParams{Name: name, Paused: paused}
+	if !paused {
+		sc, err := a.cfg.Store.ScheduleGet(ctx, name)
+		if err != nil {
+			return nil, notFound(err, "name: no schedule %q", name)
+		}
+		if !sc.Paused {
+			return toSchedule(sc), nil // resuming a running schedule keeps its place
+		}
+		loc, err := loadZone(sc.Timezone)
+		if err != nil {
+			return nil, err
+		}
+		spec, err := schedule.Parse(sc.Cron, loc)
+		if err != nil {
+			return nil, err
+		}
+		now, err := a.cfg.Store.Now(ctx)
+		if err != nil {
+			return nil, err
+		}
+		next := spec.Next(now)
+		p.NextRunAt = &next
+	}
+	sc, err := a.cfg.Store.SchedulePause(ctx, p)
+	if err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	if !paused {
+		a.cfg.Scheduler.Wake()
+	}
+	return toSchedule(sc), nil
+}
+
+func (a *API) pauseSchedule(r *http.Request) (any, error)  { return a.setPaused(r, true) }
+func (a *API) resumeSchedule(r *http.Request) (any, error) { return a.setPaused(r, false) }
+
+func (a *API) triggerSchedule(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	sc, err := a.cfg.Store.ScheduleGet(r.Context(), name)
+	if err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	run, err := a.cfg.Scheduler.Trigger(r.Context(), sc)
+	for try := 1; errors.Is(err, store.ErrConflict) && try < 3; try++ {
+		// Two triggers in the same microsecond share a run key.
+		run, err = a.cfg.Scheduler.Trigger(r.Context(), sc)
+	}
+	if errors.Is(err, schedule.ErrUnroutable) {
+		return nil, errorf(http.StatusNotFound, "category: %v", err)
+	}
+	if err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	return toRun(run), nil
+}
+
+func (a *API) scheduleRuns(r *http.Request) (any, error) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	limit, err := pageLimit(r)
+	if err != nil {
+		return nil, err
+	}
+	var before int64
+	if v := r.URL.Query().Get("before"); v != "" {
+		if before, err = strconv.ParseInt(v, 10, 64); err != nil || before < 1 {
+			return nil, errorf(http.StatusBadRequest, "before: want a run id from the previous page, got %q", v)
+		}
+	}
+	if _, err := a.cfg.Store.ScheduleGet(ctx, name); err != nil {
+		return nil, notFound(err, "name: no schedule %q", name)
+	}
+	runs, err := a.cfg.Store.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: name, Before: before, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := &runList{Runs: []*runResponse{}}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, toRun(run))
+	}
+	if len(runs) == limit {
+		out.Next = strconv.FormatInt(runs[len(runs)-1].ID, 10)
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/store/dbtest"
+)
+
+type scheduleOut struct {
+	Name       string          `json:"name"`
+	Cron       string          `json:"cron"`
+	Timezone   string          `json:"timezone"`
+	Payload    json.RawMessage `json:"payload"`
+	Misfire    string          `json:"misfire"`
+	MaxCatchup int             `json:"max_catchup"`
+	Overlap    string          `json:"overlap"`
+	Paused     bool            `json:"paused"`
+	NextRunAt  *time.Time      `json:"next_run_at"`
+	NextRuns   []struct {
+		Local string `json:"local"`
+		UTC   string `json:"utc"`
+	} `json:"next_runs"`
+}
+
+type runOut struct {
+	ID      int64     `json:"id"`
+	Kind    string    `json:"kind"`
+	Tick    time.Time `json:"tick"`
+	JobID   *int64    `json:"job_id"`
+	Queue   string    `json:"queue_name"`
+	Skipped bool      `json:"skipped"`
+}
+
+func TestSchedule_Lifecycle(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, func(c *httpapi.Config) { c.DefaultQueue = "q" })
+		b.ok(t, "PUT", "/queue/q", `{}`, nil)
+		var sc scheduleOut
+		b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report",
+			"url":"http://127.0.0.1:1/work","payload":{"k":"v"}}`, &sc)
+		if sc.Timezone != "America/New_York" || sc.Misfire != "once" || sc.MaxCatchup != 100 || sc.Overlap != "allow" || sc.Paused {
+			t.Errorf("defaults: %+v", sc)
+		}
+		if string(sc.Payload) != `{"k":"v"}` {
+			t.Errorf("payload = %s", sc.Payload)
+		}
+		if sc.NextRunAt == nil || !sc.NextRunAt.After(time.Now().Add(-time.Minute)) {
+			t.Fatalf("next_run_at = %v, want a coming time", sc.NextRunAt)
+		}
+		if len(sc.NextRuns) != 5 || sc.NextRuns[0].UTC != sc.NextRunAt.UTC().Format(time.RFC3339) {
+			t.Fatalf("next_runs = %+v, want 5 starting at next_run_at", sc.NextRuns)
+		}
+		for _, nr := range sc.NextRuns {
+			local, err := time.Parse(time.RFC3339, nr.Local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 02:30 local, or 03:00 on a spring-forward day.
+			if hm := local.Format("15:04"); hm != "02:30" && hm != "03:00" {
+				t.Errorf("next run %s is not at 02:30 New York time", nr.Local)
+			}
+			if u, _ := time.Parse(time.RFC3339, nr.UTC); !u.Equal(local) {
+				t.Errorf("local %s and utc %s differ", nr.Local, nr.UTC)
+			}
+		}
+
+		// The same spec again keeps its place; a new spec moves it.
+		var again scheduleOut
+		b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report","url":"http://127.0.0.1:1/work"}`, &again)
+		if !again.NextRunAt.Equal(*sc.NextRunAt) || again.Payload != nil {
+			t.Errorf("re-put: next_run_at %v (want %v), payload %s (want none)", again.NextRunAt, sc.NextRunAt, again.Payload)
+		}
+		b.ok(t, "PUT", "/schedule/every", `{"cron":"@every 1h","category":"report","url":"http://127.0.0.1:1/work","paused":true}`, nil)
+
+		var page struct {
+			Schedules []scheduleOut `json:"schedules"`
+			Next      string        `json:"next"`
+		}
+		b.ok(t, "GET", "/schedules?limit=1", "", &page)
+		if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.Next != "every" {
+			t.Fatalf("first page = %+v", page)
+		}
+		if !page.Schedules[0].Paused || page.Schedules[0].NextRunAt != nil || len(page.Schedules[0].NextRuns) != 0 {
+			t.Errorf("a paused schedule shows next runs: %+v", page.Schedules[0])
+		}
+		page.Next = ""
+		b.ok(t, "GET", "/schedules?limit=1&after=every", "", &page)
+		if len(page.Schedules) != 1 || page.Schedules[0].Name != "nightly" {
+			t.Fatalf("second page = %+v", page)
+		}
+
+		var paused, resumed scheduleOut
+		b.ok(t, "POST", "/schedule/nightly/pause", "", &paused)
+		if !paused.Paused || paused.NextRunAt != nil {
+			t.Errorf("paused = %+v", paused)
+		}
+		b.ok(t, "POST", "/schedule/nightly/resume", "", &resumed)
+		if resumed.Paused || resumed.NextRunAt == nil {
+			t.Errorf("resumed = %+v", resumed)
+		}
+
+		var run runOut
+		b.ok(t, "POST", "/schedule/nightly/trigger", "", &run)
+		if run.Kind != "trigger" || run.JobID == nil || run.Queue != "q" || run.Skipped {
+			t.Fatalf("trigger = %+v", run)
+		}
+		var runs struct {
+			Runs []runOut `json:"runs"`
+			Next string   `json:"next"`
+		}
+		b.ok(t, "GET", "/schedule/nightly/runs", "", &runs)
+		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || *runs.Runs[0].JobID != *run.JobID || runs.Next != "" {
+			t.Errorf("runs = %+v", runs)
+		}
+		var gone scheduleOut
+		b.ok(t, "DELETE", "/schedule/nightly", "", &gone)
+		for _, path := range []string{"/schedule/nightly", "/schedule/nightly/runs"} {
+			if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusNotFound); !strings.HasPrefix(msg, "name:") {
+				t.Errorf("GET %s after delete: %q", path, msg)
+			}
+		}
+		for _, action := range []string{"pause", "resume", "trigger"} {
+			errorMessage(t, b.do(t, "POST", "/schedule/nightly/"+action, ""), http.StatusNotFound)
+		}
+		errorMessage(t, b.do(t, "DELETE", "/schedule/nightly", ""), http.StatusNotFound)
+	})
+}
+
+func TestSchedule_TriggerUnroutable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil) // no default queue
+	b.ok(t, "PUT", "/schedule/s", `{"cron":"@daily","category":"nowhere","url":"http://127.0.0.1:1/"}`, nil)
+	msg := errorMessage(t, b.do(t, "POST", "/schedule/s/trigger", ""), http.StatusNotFound)
+	if !strings.HasPrefix(msg, "category:") || !strings.Contains(msg, "nowhere") {
+		t.Errorf("unroutable trigger: %q", msg)
+	}
+}
+
+func TestSchedule_BadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	const ok = `"category":"c","url":"http://127.0.0.1:1/"`
+	for _, tc := range []struct {
+		name, path, body, field string
+	}{
+		{"NoCron", "/schedule/s", `{` + ok + `}`, "cron:"},
+		{"BadCron", "/schedule/s", `{"cron":"* * *",` + ok + `}`, "cron:"},
+		{"BadField", "/schedule/s", `{"cron":"61 * * * *",` + ok + `}`, "cron:"},
+		{"NeverFires", "/schedule/s", `{"cron":"0 0 30 2 *",` + ok + `}`, "cron:"},
+		{"ZeroInterval", "/schedule/s", `{"cron":"@every 0s",` + ok + `}`, "cron:"},
+		{"NegativeInterval", "/schedule/s", `{"cron":"@every -1m",` + ok + `}`, "cron:"},
+		{"UnknownZone", "/schedule/s", `{"cron":"@daily","timezone":"Mars/Olympus",` + ok + `}`, "timezone:"},
+		{"LocalZone", "/schedule/s", `{"cron":"@daily","timezone":"Local",` + ok + `}`, "timezone:"},
+		{"Misfire", "/schedule/s", `{"cron":"@daily","misfire":"sometimes",` + ok + `}`, "misfire:"},
+		{"Overlap", "/schedule/s", `{"cron":"@daily","overlap":"forbid",` + ok + `}`, "overlap:"},
+		{"MaxCatchup", "/schedule/s", `{"cron":"@daily","max_catchup":0,` + ok + `}`, "max_catchup:"},
+		{"MaxRetries", "/schedule/s", `{"cron":"@daily","max_retries":-1,` + ok + `}`, "max_retries:"},
+		{"Category", "/schedule/s", `{"cron":"@daily","category":"a b","url":"http://x/"}`, "category:"},
+		{"URL", "/schedule/s", `{"cron":"@daily","category":"c","url":"ftp://x/"}`, "url:"},
+		{"UnknownField", "/schedule/s", `{"cron":"@daily","every":5,` + ok + `}`, "every:"},
+		{"WrongType", "/schedule/s", `{"cron":5,` + ok + `}`, "cron:"},
+		{"Name", "/schedule/a%20b", `{"cron":"@daily",` + ok + `}`, "name:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := errorMessage(t, b.do(t, "PUT", tc.path, tc.body), http.StatusBadRequest)
+			if !strings.HasPrefix(msg, tc.field) {
+				t.Errorf("error %q does not start with %q", msg, tc.field)
+			}
+		})
+	}
+	for _, path := range []string{"/schedules?limit=0", "/schedules?limit=x", "/schedule/s/runs?limit=5000", "/schedule/s/runs?before=x"} {
+		errorMessage(t, b.do(t, "GET", path, ""), http.StatusBadRequest)
+	}
+}
+
+// FuzzSchedule_Put sends arbitrary cron specs and zones: the answer is a
+// 200 or a 400 naming the field, never a 5xx.
+func FuzzSchedule_Put(f *testing.F) {
+	for _, s := range []string{"* * * * *", "0 0 30 2 *", "@every 1s", "@every 0s", "*/0 * * * *", "1-2/3,4 5 ? jan-dec sun-sat", "@daily", "0 0 0 1 1 1"} {
+		f.Add(s, "Europe/Berlin")
+	}
+	f.Add("@hourly", "../../etc/passwd")
+	st := dbtest.Open(f, "sqlite")
+	api := httpapi.New(httpapi.Config{Store: st})
+	srv := httptest.NewServer(api)
+	f.Cleanup(func() {
+		srv.Close()
+		api.Close()
+	})
+	b := &bundle{st: st, server: srv}
+	f.Fuzz(func(t *testing.T, cron, zone string) {
+		body, _ := json.Marshal(map[string]any{"cron": cron, "timezone": zone, "category": "c", "url": "http://127.0.0.1:1/"})
+		res := b.do(t, "PUT", "/schedule/fuzz", string(body))
+		switch res.status {
+		case http.StatusOK:
+		case http.StatusBadRequest:
+			if msg := errorMessage(t, res, http.StatusBadRequest); !strings.HasPrefix(msg, "cron:") && !strings.HasPrefix(msg, "timezone:") {
+				t.Errorf("400 for cron %q zone %q does not name the field: %q", cron, zone, msg)
+			}
+		default:
+			t.Fatalf("cron %q zone %q: status %d %s", cron, zone, res.status, res.body)
+		}
+	})
+}

@@ -1,0 +1,4 @@
+package mysql
+
+// DueSQL is the due-schedules SELECT, for the EXPLAIN test.
+const DueSQL = dueSQL

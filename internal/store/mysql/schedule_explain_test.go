@@ -1,0 +1,57 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/mysql"
+)
+
+func TestSchedulesDue_UsesIndexWithoutFilesort(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mysql.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Many schedules, few due, some paused: the look must not read them all.
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		_, err := s.SchedulePut(ctx, &store.Schedule{
+			Name: fmt.Sprintf("s%03d", i), Cron: "@hourly", Timezone: "UTC", Category: "c", URL: "http://w/",
+			Misfire: store.MisfireOnce, MaxCatchup: 100, Overlap: store.OverlapAllow,
+			Paused: i%3 == 0, NextRunAt: now.Add(time.Duration(i-5) * time.Hour),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE schedules"); err != nil {
+		t.Fatal(err)
+	}
+	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.DueSQL, now, 100)
+	if len(plan) != 1 {
+		t.Fatalf("plan has %d rows, want 1: %v", len(plan), plan)
+	}
+	if got, want := plan[0]["key"], "schedules_due"; got != want {
+		t.Errorf("due look uses key %q, want %q (plan %v)", got, want, plan[0])
+	}
+	if got := plan[0]["Extra"]; strings.Contains(got, "filesort") {
+		t.Errorf("due look sorts: Extra = %q", got)
+	}
+}

@@ -1,0 +1,54 @@
+package postgres_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store/postgres"
+)
+
+func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Many schedules, few due, a third paused: the look must not read them all.
+	_, err = conn.Exec(ctx, `INSERT INTO schedules (name, cron, timezone, category, url, max_retries, retry_delay, timeout,
+			misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at)
+		SELECT 's' || i, '@hourly', 'UTC', 'c', 'http://w/', 0, 0, 0, 'once', 100, 'allow', i % 3 = 0,
+			now() + (i - 10) * interval '1 minute', now(), now()
+		FROM generate_series(1, 20000) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE schedules"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN "+postgres.DueSQL, time.Now(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if p := plan.String(); !strings.Contains(p, "schedules_due") || strings.Contains(p, "Sort") {
+			t.Errorf("%s: due plan does not walk schedules_due without a sort:\n%s", mode, p)
+		}
+	}
+}
