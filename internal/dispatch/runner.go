@@ -109,8 +109,7 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		want := r.grabWant(q)
-		if free >= want {
+		if free > 0 {
 			gen := r.grabStart()
 			n := int(r.takeSlots(int64(min(int(free), cfg.BatchSize))))
 			if n == 0 {
@@ -147,7 +146,7 @@ func (r *runner) run() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free < want {
+		if free <= 0 {
 			freed = r.freed
 		}
 		timer.Reset(max(wait, time.Millisecond))
