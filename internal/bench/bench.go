@@ -213,10 +213,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	select {
-	case <-w.done:
-	case <-time.After(timeout):
-	case <-ctx.Done():
+	// Wait for every accepted job (all of them, unless enqueues failed).
+	deadline := time.After(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for w.delivered.Load() < int64(res.Enqueued) {
+		select {
+		case <-w.done:
+			break wait
+		case <-tick.C:
+		case <-deadline:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	if last := w.last.Load(); last > 0 {
 		res.EndToEndTime = time.Unix(0, last).Sub(start)

@@ -103,12 +103,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nrun %d:\n%s\n", i+1, res)
 		e2e, enq = append(e2e, res.EndToEndRate()), append(enq, res.EnqueueRate())
 		p50, p99 = append(p50, res.P50), append(p99, res.P99)
-		bad = bad || res.Lost > 0 || res.Duplicates > 0
+		bad = bad || res.Lost > 0 || res.Duplicates > 0 || res.EnqueueErrors > 0
 	}
 	fmt.Fprintf(stdout, "\nmedian of %d runs: end to end %.0f jobs/s, enqueue %.0f jobs/s, p50 %v, p99 %v\n",
 		*runs, median(e2e), median(enq), median(p50).Round(10*time.Microsecond), median(p99).Round(10*time.Microsecond))
 	if bad {
-		return fmt.Errorf("jobs were lost or delivered twice")
+		return fmt.Errorf("jobs were lost, delivered twice, or refused at enqueue")
 	}
 	return nil
 }

@@ -50,21 +50,6 @@ func (r *runner) takeSlots(n int64) int64 {
 	}
 }
 
-// grabWant is how many worker slots must be free before the runner grabs.
-// While the queue has a backlog, a grab waits for half a batch of free
-// slots, so that each grab (one short transaction) takes many jobs instead
-// of the one or two that a single finished delivery frees; when the queue
-// has no backlog, one free slot is enough, so a new job waits for nothing.
-func (r *runner) grabWant(q *store.Queue) int64 {
-	r.ho.mu.Lock()
-	idle := r.ho.idle
-	r.ho.mu.Unlock()
-	if idle {
-		return 1
-	}
-	return max(1, int64(min(q.MaxWorkers, r.d.cfg.BatchSize)/2))
-}
-
 // releaseSlots gives back n worker slots and tells the loop one is free.
 func (r *runner) releaseSlots(n int64) {
 	if n <= 0 {

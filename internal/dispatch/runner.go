@@ -112,8 +112,7 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		want := r.grabWant(q)
-		if free >= want && !q.Paused {
+		if free > 0 && !q.Paused {
 			n := min(int(free), cfg.BatchSize)
 			tb := r.throttle(q, now)
 			if tb != nil {
@@ -163,7 +162,7 @@ func (r *runner) run() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free < want {
+		if free <= 0 {
 			freed = r.freed
 		}
 		timer.Reset(max(wait, time.Millisecond))

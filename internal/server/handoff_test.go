@@ -9,10 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
 )
+
+// steadyLeader keeps the test node's leadership through heartbeats slowed
+// by a loaded machine: a runner started anew has not yet looked for work,
+// so it does not take hand-offs until its first grab.
+func steadyLeader(c *config.Config) { c.NodeTTL = 10 * time.Second }
 
 // TestHandoff_JobIsGrabbedWhenAnswered checks that hand-off happens: on an
 // idle queue led by the node that accepts the job, the job is already
@@ -25,7 +31,7 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 			}
 			return 200, `{"status":"success"}`, 0
 		})
-		s := startNode(t, dbtest.URL(t, dialect), nil)
+		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10})
 		// A first job, delivered, shows that the node leads q and its
 		// dispatcher has looked for work.
@@ -64,7 +70,7 @@ func TestHandoff_MaxWorkersHolds(t *testing.T) {
 				most.Store(int64(open))
 			}
 		})
-		s := startNode(t, dbtest.URL(t, dialect), nil)
+		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": maxWorkers})
 		testworker.WaitFor(t, 30*time.Second, "a leader of q", func() bool {
 			code, _ := call(t, s, "GET", "/queue/q/node", nil)
@@ -103,7 +109,7 @@ func TestHandoff_WaitsBehindBacklog(t *testing.T) {
 			}
 			return 200, `{"status":"success"}`, 0
 		})
-		s := startNode(t, dbtest.URL(t, dialect), nil)
+		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 1})
 		job := func(body string) map[string]any { return map[string]any{"url": w.URL, "payload": body} }
 		push(t, s, "cat", job("A"))
