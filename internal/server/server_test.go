@@ -345,8 +345,12 @@ func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
 			return 200, `{"status":"success"}`, 2 * time.Millisecond
 		})
 		dbURL := dbtest.URL(t, dialect)
-		a := startNode(t, dbURL, nil)
-		b := startNode(t, dbURL, nil)
+		// Healthy nodes: leases long enough that a loaded test machine
+		// (heartbeats late by seconds) does not let a grab expire while its
+		// delivery runs, which is the one case where a job may go out twice.
+		healthy := func(cfg *config.Config) { cfg.NodeTTL, cfg.GrabLease = 5*time.Second, 15*time.Second }
+		a := startNode(t, dbURL, healthy)
+		b := startNode(t, dbURL, healthy)
 		setupQueue(t, a, "q", "cat", map[string]any{"max_workers": 30})
 		setupQueue(t, a, "r", "cat2", map[string]any{"max_workers": 30})
 		const n = 600
