@@ -36,6 +36,7 @@ var commands = []command{
 	{"routing", "VERB", "routings on a server: ls get put rm", routingCmd},
 	{"job", "VERB", "jobs on a server: push ls get rm", jobCmd},
 	{"failed", "VERB", "a queue's failure log on a server: ls get rm", failedCmd},
+	{"stats", "[QUEUE]", "queue statistics on a server (rowq queue stats)", statsCmd},
 }
 
 func usage() string {
