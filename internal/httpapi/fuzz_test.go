@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -19,14 +20,19 @@ import (
 var fuzzMethods = []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"}
 
 // FuzzAPI drives every route's decoders and handlers with fuzzed methods,
-// paths, query strings and bodies against a real SQLite store: no input may
-// get a 5xx answer or panic. The seed corpus (one request per route, good
+// paths, query strings and bodies against a real store (SQLite, or the
+// dialect ROWQ_FUZZ_DIALECT names): no input may get a 5xx answer or panic. The seed corpus (one request per route, good
 // and bad) runs in every `go test`; `go test -fuzz FuzzAPI` explores.
 func FuzzAPI(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(uint8(s.method), s.path, s.query, []byte(s.body))
 	}
-	api := fuzzAPI(f, dbtest.Open(f, "sqlite"))
+	// SQLite by default; ROWQ_FUZZ_DIALECT=mysql or postgres fuzzes those.
+	dialect := os.Getenv("ROWQ_FUZZ_DIALECT")
+	if dialect == "" {
+		dialect = "sqlite"
+	}
+	api := fuzzAPI(f, dbtest.Open(f, dialect))
 	f.Fuzz(func(t *testing.T, method uint8, path, query string, body []byte) {
 		if code, answer := fuzzRequest(api, method, path, query, body); code >= 500 {
 			t.Fatalf("%s %s?%s body %q: %d %s", fuzzMethods[int(method)%len(fuzzMethods)], path, query, body, code, answer)
