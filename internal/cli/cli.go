@@ -38,6 +38,7 @@ var commands = []command{
 	{"failed", "VERB", "a queue's failure log on a server: ls get rm", failedCmd},
 	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
+	{"stats", "[QUEUE]", "queue statistics on a server (rowq queue stats)", statsCmd},
 }
 
 func usage() string {

@@ -247,6 +247,11 @@ func queueTable(q *client.Queue) func(w io.Writer) {
 	}
 }
 
+// statsCmd is `rowq stats [QUEUE]`, short for `rowq queue stats`.
+func statsCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("queue", queueSubs, append([]string{"stats"}, args...), stdout, stderr)
+}
+
 // routingCmd is `rowq routing`.
 func routingCmd(args []string, stdout, stderr io.Writer) error {
 	return dispatchSub("routing", routingSubs, args, stdout, stderr)

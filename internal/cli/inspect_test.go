@@ -105,7 +105,7 @@ func TestClientCommands(t *testing.T) {
 		runJSON(t, srv, &st, "queue", "stats", "q")
 		return st["total_pushes"] == 1.0 && st["outstanding_jobs"] == 1.0
 	})
-	if out := mustRun(t, srv, "queue", "stats"); !strings.Contains(out, "OUTSTANDING") || !strings.Contains(out, "q ") {
+	if out := mustRun(t, srv, "stats"); !strings.Contains(out, "OUTSTANDING") || !strings.Contains(out, "q ") {
 		t.Errorf("queue stats table:\n%s", out)
 	}
 	testworker.WaitFor(t, 30*time.Second, "a leader", func() bool {

@@ -106,6 +106,20 @@ func encodeCursor(tag string, keys ...int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ":")))
 }
 
+// Times a cursor may carry: what every database can store and compare
+// (MySQL's DATETIME starts at year 1000). Cursors rowq makes are always
+// inside; a forged one outside would make the database refuse the query.
+var (
+	minCursorTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	maxCursorTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).UnixMicro()
+)
+
+// cursorTime returns the time of a cursor key, or false when it is out of
+// range.
+func cursorTime(us int64) (time.Time, bool) {
+	return time.UnixMicro(us).UTC(), us >= minCursorTime && us <= maxCursorTime
+}
+
 // decodeCursor returns the n keys of a cursor of the tag.
 func decodeCursor(s, tag string, n int) ([]int64, error) {
 	bad := errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
@@ -207,7 +221,11 @@ func (a *API) listJobs(kind string) handlerFunc {
 			if err != nil {
 				return nil, err
 			}
-			p.After = &store.JobKey{NextTry: time.UnixMicro(k[0]).UTC(), ID: k[1]}
+			at, ok := cursorTime(k[0])
+			if !ok {
+				return nil, errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (time out of range), got %q", pq.cursor)
+			}
+			p.After = &store.JobKey{NextTry: at, ID: k[1]}
 		}
 		if p.Queue, err = a.existingQueue(r.Context(), r); err != nil {
 			return nil, err
@@ -277,7 +295,11 @@ func (a *API) listFailed(r *http.Request) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			p.After = &store.FailedKey{CreatedAt: time.UnixMicro(k[0]).UTC(), ID: k[1]}
+			at, ok := cursorTime(k[0])
+			if !ok {
+				return nil, errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (time out of range), got %q", pq.cursor)
+			}
+			p.After = &store.FailedKey{CreatedAt: at, ID: k[1]}
 		} else {
 			k, err := decodeCursor(pq.cursor, cursorFailed, 1)
 			if err != nil {
