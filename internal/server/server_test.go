@@ -302,8 +302,10 @@ func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the runner's first, empty poll
 		start := time.Now()
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "now"})
-		testworker.WaitFor(t, 5*time.Second, "delivery", func() bool { return w.Count("now") == 1 })
-		if d := time.Since(start); d > time.Second {
+		testworker.WaitFor(t, 20*time.Second, "delivery", func() bool { return w.Count("now") == 1 })
+		// The bound only has to tell a wake-up from the 60 s poll; it is
+		// loose so that a loaded test machine cannot fail it.
+		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("with a 60s polling interval, delivery took %v: the wake-up did not work", d)
 		}
 	})
