@@ -32,10 +32,10 @@ var commands = []command{
 	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
-	{"queue", "VERB", "queues on a server: ls get put rm node stats", queueCmd},
+	{"queue", "VERB", "queues on a server: ls get put rm pause resume node stats", queueCmd},
 	{"routing", "VERB", "routings on a server: ls get put rm", routingCmd},
-	{"job", "VERB", "jobs on a server: push ls get rm", jobCmd},
-	{"failed", "VERB", "a queue's failure log on a server: ls get rm", failedCmd},
+	{"job", "VERB", "jobs on a server: push push-batch ls get rm", jobCmd},
+	{"failed", "VERB", "a queue's failure log on a server: ls get rm retry purge", failedCmd},
 	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
 }
