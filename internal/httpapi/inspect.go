@@ -112,7 +112,7 @@ func encodeCursor(tag string, keys ...int64) string {
 
 // decodeCursor returns the n keys of a cursor of the tag.
 func decodeCursor(s, tag string, n int) ([]int64, error) {
-	bad := errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+	bad := badCursor(s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad
@@ -130,6 +130,11 @@ func decodeCursor(s, tag string, n int) ([]int64, error) {
 	return keys, nil
 }
 
+// badCursor is the 400 for a cursor that no page of this listing made.
+func badCursor(s string) error {
+	return errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+}
+
 // encodeNameCursor is encodeCursor for a listing ordered by name.
 func encodeNameCursor(tag, name string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(tag + ":" + name))
@@ -140,7 +145,7 @@ func decodeNameCursor(s, tag string) (string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	name, ok := strings.CutPrefix(string(raw), tag+":")
 	if err != nil || !ok || name == "" || !utf8.ValidString(name) {
-		return "", errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+		return "", badCursor(s)
 	}
 	return name, nil
 }

@@ -364,7 +364,7 @@ func (a *API) scheduleRuns(r *http.Request) (any, error) {
 	if pq.cursor != "" {
 		k, err := decodeCursor(pq.cursor, cursorRun, 1)
 		if err == nil && k[0] < 1 {
-			err = errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", pq.cursor)
+			err = badCursor(pq.cursor)
 		}
 		if err != nil {
 			return nil, err
