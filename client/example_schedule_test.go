@@ -34,8 +34,9 @@ func ExampleClient_PutSchedule() {
 func ExampleClient_ScheduleRuns() {
 	c := client.New("http://127.0.0.1:8080", nil)
 	ctx := context.Background()
-	for before := ""; ; {
-		page, err := c.ScheduleRuns(ctx, "nightly-report", before, 100)
+	opts := &client.ListOptions{Limit: 100}
+	for {
+		page, err := c.ScheduleRuns(ctx, "nightly-report", opts)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -46,9 +47,9 @@ func ExampleClient_ScheduleRuns() {
 				fmt.Println(r.Tick, "job", *r.JobID, "by", r.Node)
 			}
 		}
-		if page.Next == "" {
+		if page.NextCursor == "" {
 			break
 		}
-		before = page.Next
+		opts.Cursor = page.NextCursor
 	}
 }

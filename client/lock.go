@@ -32,11 +32,10 @@ type LockHolders struct {
 	Holders []*Lease `json:"holders"`
 }
 
-// LocksPage is a page of GET /locks; Next is the cursor of the next page,
-// "" on the last.
+// LocksPage is a page of GET /locks; NextCursor is "" on the last.
 type LocksPage struct {
-	Locks []*LockHolders `json:"locks"`
-	Next  string         `json:"next"`
+	Locks      []*LockHolders `json:"locks"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
 // AcquireOptions are the terms of an acquire.
@@ -149,18 +148,11 @@ func (c *Client) Lock(ctx context.Context, name string) (*LockHolders, error) {
 	return &out, nil
 }
 
-// Locks returns a page of held locks by name, after the cursor after (""
-// for the first page); limit 0 means the server's default.
-func (c *Client) Locks(ctx context.Context, after string, limit int) (*LocksPage, error) {
-	q := url.Values{}
-	if after != "" {
-		q.Set("after", after)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+// Locks returns a page of held locks by name (GET /locks). opts may be
+// nil; its Order is not used.
+func (c *Client) Locks(ctx context.Context, opts *ListOptions) (*LocksPage, error) {
 	var out LocksPage
-	if err := c.Do(ctx, http.MethodGet, "/locks", q, nil, &out); err != nil {
+	if err := c.Do(ctx, http.MethodGet, "/locks", opts.query(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

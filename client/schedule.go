@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -72,14 +70,14 @@ type ScheduleRun struct {
 
 // SchedulePage is one page of GET /schedules.
 type SchedulePage struct {
-	Schedules []*Schedule `json:"schedules"`
-	Next      string      `json:"next,omitempty"` // pass as after; "" on the last page
+	Schedules  []*Schedule `json:"schedules"`
+	NextCursor string      `json:"next_cursor,omitempty"` // "" on the last page
 }
 
 // ScheduleRunPage is one page of a schedule's run history, newest first.
 type ScheduleRunPage struct {
-	Runs []*ScheduleRun `json:"runs"`
-	Next string         `json:"next,omitempty"` // pass as before; "" on the last page
+	Runs       []*ScheduleRun `json:"runs"`
+	NextCursor string         `json:"next_cursor,omitempty"` // "" on the last page
 }
 
 // PutSchedule creates or replaces a schedule (PUT /schedule/{name}).
@@ -100,18 +98,11 @@ func (c *Client) Schedule(ctx context.Context, name string) (*Schedule, error) {
 	return &out, nil
 }
 
-// Schedules returns a page of schedules named after after (GET
-// /schedules); limit 0 means the server's default.
-func (c *Client) Schedules(ctx context.Context, after string, limit int) (*SchedulePage, error) {
-	q := url.Values{}
-	if after != "" {
-		q.Set("after", after)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+// Schedules returns a page of schedules by name (GET /schedules). opts
+// may be nil; its Order is not used.
+func (c *Client) Schedules(ctx context.Context, opts *ListOptions) (*SchedulePage, error) {
 	var out SchedulePage
-	if err := c.Do(ctx, http.MethodGet, "/schedules", q, nil, &out); err != nil {
+	if err := c.Do(ctx, http.MethodGet, "/schedules", opts.query(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -152,19 +143,11 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (*ScheduleRun
 	return &out, nil
 }
 
-// ScheduleRuns returns a page of a schedule's run history, newest first,
-// older than the run id before ("" for the newest); limit 0 means the
-// server's default (GET /schedule/{name}/runs).
-func (c *Client) ScheduleRuns(ctx context.Context, name, before string, limit int) (*ScheduleRunPage, error) {
-	q := url.Values{}
-	if before != "" {
-		q.Set("before", before)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+// ScheduleRuns returns a page of a schedule's run history, newest first
+// (GET /schedule/{name}/runs). opts may be nil; its Order is not used.
+func (c *Client) ScheduleRuns(ctx context.Context, name string, opts *ListOptions) (*ScheduleRunPage, error) {
 	var out ScheduleRunPage
-	if err := c.Do(ctx, http.MethodGet, "/schedule/"+esc(name)+"/runs", q, nil, &out); err != nil {
+	if err := c.Do(ctx, http.MethodGet, "/schedule/"+esc(name)+"/runs", opts.query(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

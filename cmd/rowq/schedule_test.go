@@ -33,11 +33,11 @@ type run struct {
 func (p *proc) runsOf(t *testing.T, name string) []run {
 	t.Helper()
 	var out []run
-	before := ""
+	cursor := ""
 	for {
 		path := "/schedule/" + name + "/runs?limit=1000"
-		if before != "" {
-			path += "&before=" + url.QueryEscape(before)
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
 		}
 		page := p.mustCall(t, "GET", path, nil)
 		for _, x := range page["runs"].([]any) {
@@ -53,11 +53,11 @@ func (p *proc) runsOf(t *testing.T, name string) []run {
 			r.Reason, _ = m["reason"].(string)
 			out = append(out, r)
 		}
-		next, _ := page["next"].(string)
+		next, _ := page["next_cursor"].(string)
 		if next == "" {
 			break
 		}
-		before = next
+		cursor = next
 	}
 	slices.Reverse(out)
 	return out
@@ -320,6 +320,21 @@ func TestScheduleCLI_PutGetRunsTriggerRm(t *testing.T) {
 		t.Errorf("get shows no 02:30 local next run:\n%s", out)
 	}
 	ok("nightly", "schedule", "ls")
+	// Paging: two schedules, one a page; the table names the next cursor.
+	ok("weekly", "schedule", "put", "weekly", "--cron", "@weekly", "--category", "report", "--url", w.URL, "--paused")
+	out = ok("more: --cursor ", "schedule", "ls", "--limit", "1")
+	cursor := strings.Fields(out[strings.Index(out, "more: --cursor "):])[2]
+	if !strings.Contains(out, "nightly") || strings.Contains(out, "weekly") {
+		t.Errorf("ls --limit 1, first page:\n%s", out)
+	}
+	out = ok("weekly", "schedule", "ls", "--limit", "1", "--cursor", cursor)
+	if strings.Contains(out, "nightly") || strings.Contains(out, "more:") {
+		t.Errorf("ls --limit 1, last page:\n%s", out)
+	}
+	out = ok(`"next_cursor"`, "schedule", "ls", "--limit", "1", "--json")
+	if out, code := p.rowq(t, "schedule", "ls", "--cursor", "nope"); code == 0 || !strings.Contains(out, "cursor:") {
+		t.Errorf("ls with a bad cursor: exit %d, output %s; want a non-zero exit naming cursor", code, out)
+	}
 	ok(`"paused": true`, "schedule", "pause", "nightly", "--json")
 	ok("paused", "schedule", "resume", "--json", "nightly")
 	ok("trigger", "schedule", "trigger", "nightly")

@@ -130,9 +130,9 @@ var queueSubs = []subcommand{
 			return err
 		}
 		return s.r.print(s.stdout, qs, func(w io.Writer) {
-			fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST")
+			fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
 			for _, q := range qs {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize))
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
 			}
 		})
 	}},
@@ -154,11 +154,12 @@ var queueSubs = []subcommand{
 		workers := s.fs.Int("max-workers", 0, "deliveries in flight (0: the server's default)")
 		rate := s.fs.Float64("max-dispatches-per-second", 0, "throttle (0: none)")
 		burst := s.fs.Int("max-burst-size", 0, "throttle's burst (0: one second's worth)")
+		paused := s.fs.Bool("paused", false, "pause the queue (without it, a paused queue stays paused)")
 		pos, err := s.parse(args, 1, "NAME")
 		if err != nil {
 			return err
 		}
-		in := &client.Queue{PollingInterval: *polling, MaxWorkers: *workers}
+		in := &client.Queue{PollingInterval: *polling, MaxWorkers: *workers, Paused: *paused}
 		if *rate != 0 {
 			in.MaxDispatchesPerSecond = rate
 		}
@@ -202,6 +203,8 @@ var queueSubs = []subcommand{
 			fmt.Fprintf(w, "%s\t%s\n", n.ID, n.Host)
 		})
 	}},
+	{"pause", "NAME", "stop dispatching a queue's jobs (it still accepts jobs)", queuePauseVerb(true)},
+	{"resume", "NAME", "dispatch a paused queue's jobs again", queuePauseVerb(false)},
 	{"stats", "[NAME]", "show statistics of one queue or all", func(s *session, args []string) error {
 		pos, err := s.parseRange(args, 0, 1, "at most one NAME")
 		if err != nil {
@@ -242,8 +245,8 @@ var queueSubs = []subcommand{
 
 func queueTable(q *client.Queue) func(w io.Writer) {
 	return func(w io.Writer) {
-		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST")
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize))
+		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
 	}
 }
 
@@ -342,11 +345,13 @@ var jobSubs = []subcommand{
 		retries := s.fs.Int64("max-retries", 0, "retries after a failure")
 		delay := s.fs.Int64("retry-delay", 0, "seconds between retries")
 		timeout := s.fs.Int64("timeout", 0, "seconds a delivery may take (0: none)")
+		job := &client.NewJob{}
+		jobExtraFlags(s, job)
 		pos, err := s.parse(args, 1, "CATEGORY")
 		if err != nil {
 			return err
 		}
-		job := &client.NewJob{URL: *u, RunAfter: *runAfter, MaxRetries: *retries, RetryDelay: *delay, Timeout: *timeout}
+		job.URL, job.RunAfter, job.MaxRetries, job.RetryDelay, job.Timeout = *u, *runAfter, *retries, *delay, *timeout
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return fmt.Errorf("--payload: not JSON: %q (a string needs quotes: '\"text\"')", *payload)
@@ -360,10 +365,12 @@ var jobSubs = []subcommand{
 			return err
 		}
 		return s.r.print(s.stdout, j, func(w io.Writer) {
-			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tURL")
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", j.ID, j.QueueName, j.Category, j.URL)
+			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tURL")
+			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, j.URL)
+			existingNote(w, j)
 		})
 	}},
+	{"push-batch", "--file F|-", `enqueue {"jobs": [...]} in one transaction (POST /jobs)`, jobPushBatch},
 	{"ls", "QUEUE [--state waiting|deferred|grabbed] [flags]", "list jobs of a queue", func(s *session, args []string) error {
 		state := s.fs.String("state", client.JobsWaiting, "waiting (due now), deferred (due later) or grabbed (being delivered)")
 		opts := listFlags(s.fs, "desc (latest next_try first) or asc")
@@ -477,6 +484,8 @@ var failedSubs = []subcommand{
 	{"rm", "QUEUE ID", "delete a failure log entry", func(s *session, args []string) error {
 		return oneFailed(s, args, (*client.Client).DeleteFailedJob)
 	}},
+	{"retry", "QUEUE ID…|--all", "put entries back in the queue as jobs due now", failedBulkVerb(true)},
+	{"purge", "QUEUE ID…|--all", "delete entries; every entry only with --all", failedBulkVerb(false)},
 }
 
 func oneFailed(s *session, args []string, op func(*client.Client, context.Context, string, int64) (*client.FailedJob, error)) error {

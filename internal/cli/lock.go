@@ -38,7 +38,7 @@ const lockUsage = `Usage:
   rowq lock run NAME --ttl 30s [--wait 10s] [--limit N] [--owner O] -- COMMAND [ARGS…]
       hold the lock while COMMAND runs; exit with its code
   rowq lock get NAME                       show the lock's holders
-  rowq lock ls [--after NAME] [--limit N]  list held locks
+  rowq lock ls [--limit N] [--cursor C]    list held locks
   rowq lock release NAME --owner O --token T
       end a lease (as its holder, or as an operator clearing it)
 Each takes --server and --json.`
@@ -227,8 +227,7 @@ func lockGet(args []string, stdout, stderr io.Writer) error {
 func lockList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("lock ls", stderr)
 	r := remoteFlags(fs)
-	after := fs.String("after", "", "list locks whose names come after this (the previous page's next)")
-	limit := fs.Int("limit", 0, "locks per page (server default 100, at most 1000)")
+	opts := pageFlags(fs, "locks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -237,14 +236,14 @@ func lockList(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := r.context()
 	defer cancel()
-	page, err := r.client().Locks(ctx, *after, *limit)
+	page, err := r.client().Locks(ctx, opts)
 	if err != nil {
 		return err
 	}
 	return r.print(stdout, page, func(w io.Writer) {
 		printHolders(w, page.Locks)
-		if page.Next != "" {
-			fmt.Fprintf(w, "more: rowq lock ls --after %s\n", page.Next)
+		if page.NextCursor != "" {
+			fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 		}
 	})
 }

@@ -14,7 +14,7 @@ import (
 const scheduleUsage = `Usage: rowq schedule COMMAND [NAME] [flags]
 
 Commands:
-  ls                  list schedules (--after NAME, --limit N)
+  ls                  list schedules (--limit N, --cursor C)
   get NAME            show a schedule and its next runs
   put NAME --cron SPEC --category C --url URL [flags]
                       create or replace a schedule (put NAME -h lists flags)
@@ -22,7 +22,7 @@ Commands:
   pause NAME          stop firing ticks
   resume NAME         fire again from the next tick after now
   trigger NAME        enqueue one run now, outside the ticks
-  runs NAME           show the run history, newest first (--before ID, --limit N)
+  runs NAME           show the run history, newest first (--limit N, --cursor C)
 
 Every command takes --server (env ROWQ_SERVER) and --json.
 `
@@ -47,12 +47,11 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch sub {
 	case "ls":
-		after := fs.String("after", "", "list schedules named after this one (the next page)")
-		limit := fs.Int("limit", 0, "at most this many schedules (server default 100)")
+		opts := pageFlags(fs, "schedules")
 		if err := parseNamed(fs, args, 0); err != nil {
 			return err
 		}
-		page, err := c.Schedules(ctx, *after, *limit)
+		page, err := c.Schedules(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -61,8 +60,8 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 			for _, s := range page.Schedules {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%t\n", s.Name, s.Cron, s.Timezone, s.Category, nextRunText(s), s.Paused)
 			}
-			if page.Next != "" {
-				fmt.Fprintf(w, "(more: --after %s)\n", page.Next)
+			if page.NextCursor != "" {
+				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 			}
 		})
 	case "get", "rm", "pause", "resume":
@@ -125,25 +124,32 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return r.print(stdout, run, func(w io.Writer) { runsTable(w, []*client.ScheduleRun{run}) })
 	case "runs":
-		before := fs.String("before", "", "show runs older than this run id (the next page)")
-		limit := fs.Int("limit", 0, "at most this many runs (server default 100)")
+		opts := pageFlags(fs, "runs")
 		if err := parseNamed(fs, args, 1); err != nil {
 			return err
 		}
-		page, err := c.ScheduleRuns(ctx, fs.Arg(0), *before, *limit)
+		page, err := c.ScheduleRuns(ctx, fs.Arg(0), opts)
 		if err != nil {
 			return err
 		}
 		return r.print(stdout, page, func(w io.Writer) {
 			runsTable(w, page.Runs)
-			if page.Next != "" {
-				fmt.Fprintf(w, "(more: --before %s)\n", page.Next)
+			if page.NextCursor != "" {
+				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 			}
 		})
 	default:
 		fmt.Fprint(stderr, scheduleUsage)
 		return fmt.Errorf("schedule: unknown command %q", sub)
 	}
+}
+
+// pageFlags adds --limit and --cursor for a listing of what.
+func pageFlags(fs *flag.FlagSet, what string) *client.ListOptions {
+	o := &client.ListOptions{}
+	fs.IntVar(&o.Limit, "limit", 0, what+" per page, 1..1000 (0: the server's default, 100)")
+	fs.StringVar(&o.Cursor, "cursor", "", "the cursor a previous page printed")
+	return o
 }
 
 // parseNamed parses flags given before or after the n positional

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/store"
 )
@@ -96,6 +97,9 @@ const (
 	cursorJob     = "j"  // next_try (µs since the epoch), id
 	cursorFailed  = "f"  // id
 	cursorCreated = "fc" // created_at (µs), id
+	cursorLock    = "l"  // name
+	cursorSched   = "s"  // name
+	cursorRun     = "r"  // id
 )
 
 func encodeCursor(tag string, keys ...int64) string {
@@ -122,7 +126,7 @@ func cursorTime(us int64) (time.Time, bool) {
 
 // decodeCursor returns the n keys of a cursor of the tag.
 func decodeCursor(s, tag string, n int) ([]int64, error) {
-	bad := errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+	bad := badCursor(s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad
@@ -140,6 +144,26 @@ func decodeCursor(s, tag string, n int) ([]int64, error) {
 	return keys, nil
 }
 
+// badCursor is the 400 for a cursor that no page of this listing made.
+func badCursor(s string) error {
+	return errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+}
+
+// encodeNameCursor is encodeCursor for a listing ordered by name.
+func encodeNameCursor(tag, name string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(tag + ":" + name))
+}
+
+// decodeNameCursor returns the name of a cursor of the tag.
+func decodeNameCursor(s, tag string) (string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	name, ok := strings.CutPrefix(string(raw), tag+":")
+	if err != nil || !ok || name == "" || !utf8.ValidString(name) {
+		return "", badCursor(s)
+	}
+	return name, nil
+}
+
 // pageQuery is the common part of a listing's query string.
 type pageQuery struct {
 	limit  int
@@ -148,14 +172,17 @@ type pageQuery struct {
 }
 
 // parsePageQuery reads limit, cursor and order; order must be one of
-// orders, the first being the default. Unknown parameters are ignored, as
-// Fireworq does.
+// orders, the first being the default; a listing without orders ignores
+// order. Unknown parameters are ignored, as Fireworq does.
 func parsePageQuery(r *http.Request, orders ...string) (*pageQuery, error) {
 	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
 	}
-	p := &pageQuery{limit: defaultPageSize, cursor: q.Get("cursor"), order: orders[0]}
+	p := &pageQuery{limit: defaultPageSize, cursor: q.Get("cursor")}
+	if len(orders) > 0 {
+		p.order = orders[0]
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPageSize {
@@ -163,7 +190,7 @@ func parsePageQuery(r *http.Request, orders ...string) (*pageQuery, error) {
 		}
 		p.limit = n
 	}
-	if v := q.Get("order"); v != "" {
+	if v := q.Get("order"); v != "" && len(orders) > 0 {
 		ok := false
 		for _, o := range orders {
 			ok = ok || v == o

@@ -20,8 +20,6 @@ const (
 	maxLockTTL   = 86400.0 // seconds
 	maxLockWait  = 300.0   // seconds: the request stays open that long
 	maxLockLimit = 1000
-	defLocksPage = 100
-	maxLocksPage = 1000
 )
 
 // leaseJSON is a lease as the API shows it: the caller's own (acquire,
@@ -248,33 +246,26 @@ func (a *API) getLock(r *http.Request) (any, error) {
 	return &lockJSON{Name: name, Holders: toLeasesJSON(hs)}, nil
 }
 
-// locksPage is the answer of GET /locks; Next is the cursor (after=) of
-// the next page, absent on the last.
+// locksPage is the answer of GET /locks; NextCursor is the cursor of the
+// next page, absent on the last.
 type locksPage struct {
-	Locks []*lockJSON `json:"locks"`
-	Next  string      `json:"next,omitempty"`
+	Locks      []*lockJSON `json:"locks"`
+	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
+// listLocks answers GET /locks: held locks by name.
 func (a *API) listLocks(r *http.Request) (any, error) {
-	q := r.URL.Query()
-	after := q.Get("after")
-	if after != "" {
-		if err := checkName("after", after); err != nil {
+	pq, err := parsePageQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	p := &store.LockListParams{Limit: pq.limit + 1}
+	if pq.cursor != "" {
+		if p.After, err = decodeNameCursor(pq.cursor, cursorLock); err != nil {
 			return nil, err
 		}
 	}
-	limit := int64(defLocksPage)
-	if q.Has("limit") {
-		n, err := strconv.ParseInt(q.Get("limit"), 10, 64)
-		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "limit: want an integer, got %q", q.Get("limit"))
-		}
-		if err := checkRange("limit", &n, 1, maxLocksPage); err != nil {
-			return nil, err
-		}
-		limit = n
-	}
-	ls, err := a.cfg.Store.LockList(r.Context(), &store.LockListParams{After: after, Limit: int(limit)})
+	ls, err := a.cfg.Store.LockList(r.Context(), p)
 	if err != nil {
 		return nil, err
 	}
@@ -286,8 +277,9 @@ func (a *API) listLocks(r *http.Request) (any, error) {
 		last := page.Locks[len(page.Locks)-1]
 		last.Holders = append(last.Holders, toLeaseJSON(l))
 	}
-	if int64(len(page.Locks)) == limit {
-		page.Next = page.Locks[len(page.Locks)-1].Name
+	if len(page.Locks) > pq.limit {
+		page.Locks = page.Locks[:pq.limit]
+		page.NextCursor = encodeNameCursor(cursorLock, page.Locks[pq.limit-1].Name)
 	}
 	return page, nil
 }

@@ -74,7 +74,10 @@ func testLockBadInput(t *testing.T, b *bundle) {
 		{"ReleaseTokenNegative", "DELETE", "/lock/l?owner=me&token=-3", ``, "token"},
 		{"ListLimitZero", "GET", "/locks?limit=0", ``, "limit"},
 		{"ListLimitTooLarge", "GET", "/locks?limit=5000", ``, "limit"},
-		{"ListAfterBad", "GET", "/locks?after=a%20b", ``, "after"},
+		{"ListCursorBad", "GET", "/locks?cursor=a%20b", ``, "cursor"},
+		{"ListCursorNotBase64", "GET", "/locks?cursor=!!", ``, "cursor"},
+		{"ListCursorOfSchedules", "GET", "/locks?cursor=czphYmM", ``, "cursor"}, // "s:abc"
+		{"ListCursorBadEscape", "GET", "/locks?cursor=%zz", ``, "cursor"},
 	}
 	// The group returns once its parallel cases are done.
 	t.Run("cases", func(t *testing.T) {
@@ -200,24 +203,28 @@ func TestLock_SemaphoreAndListing(t *testing.T) {
 			b.ok(t, "PUT", "/lock/"+name, `{"owner": "x", "ttl": 60}`, nil)
 		}
 		var page struct {
-			Locks []lockAnswer `json:"locks"`
-			Next  string       `json:"next"`
+			Locks      []lockAnswer `json:"locks"`
+			NextCursor string       `json:"next_cursor"`
 		}
 		var names []string
-		after := ""
-		for i := 0; ; i++ {
-			page.Next = ""
-			b.ok(t, "GET", "/locks?limit=2&after="+after, "", &page)
+		cursor, pages := "", 0
+		for ; pages < 5; pages++ {
+			page.NextCursor = ""
+			b.ok(t, "GET", "/locks?limit=2&cursor="+url.QueryEscape(cursor), "", &page)
 			for _, l := range page.Locks {
 				names = append(names, fmt.Sprintf("%s:%d", l.Name, len(l.Holders)))
 			}
-			if page.Next == "" || i > 5 {
+			if page.NextCursor == "" {
 				break
 			}
-			after = page.Next
+			cursor = page.NextCursor
 		}
 		if got, want := fmt.Sprint(names), "[a:1 c:1 d:1 pool:3]"; got != want {
 			t.Fatalf("paged listing = %s, want %s", got, want)
+		}
+		// 4 locks, 2 a page: the second page is the last and says so.
+		if pages != 1 {
+			t.Fatalf("paged listing took %d pages, want 2 (no next_cursor on the last)", pages+1)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,10 +23,8 @@ type Scheduler interface {
 
 // Limits of schedule inputs.
 const (
-	maxCatchupCap    = 1000
-	defaultPageLimit = 100
-	maxPageLimit     = 1000
-	nextRunsShown    = 5
+	maxCatchupCap = 1000
+	nextRunsShown = 5
 )
 
 // scheduleRequest is the body of PUT /schedule/{name}. Durations are
@@ -77,8 +74,8 @@ type nextRun struct {
 
 type scheduleList struct {
 	Schedules []*scheduleResponse `json:"schedules"`
-	// Next is the cursor of the next page (?after=), absent on the last.
-	Next string `json:"next,omitempty"`
+	// NextCursor is the cursor of the next page, absent on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 type runResponse struct {
@@ -96,9 +93,9 @@ type runResponse struct {
 
 type runList struct {
 	Runs []*runResponse `json:"runs"`
-	// Next is the cursor of the next (older) page (?before=), absent on
-	// the last.
-	Next string `json:"next,omitempty"`
+	// NextCursor is the cursor of the next (older) page, absent on the
+	// last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func toRun(r *store.ScheduleRun) *runResponse {
@@ -264,35 +261,29 @@ func (a *API) deleteSchedule(r *http.Request) (any, error) {
 	return toSchedule(sc), nil
 }
 
-// pageLimit reads ?limit=, default defaultPageLimit.
-func pageLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return defaultPageLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxPageLimit {
-		return 0, errorf(http.StatusBadRequest, "limit: must be 1..%d, got %q", maxPageLimit, v)
-	}
-	return n, nil
-}
-
+// listSchedules answers GET /schedules: schedules by name.
 func (a *API) listSchedules(r *http.Request) (any, error) {
-	limit, err := pageLimit(r)
+	pq, err := parsePageQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	after := r.URL.Query().Get("after")
-	ss, err := a.cfg.Store.ScheduleList(r.Context(), &store.ScheduleListParams{After: after, Limit: limit})
+	p := &store.ScheduleListParams{Limit: pq.limit + 1}
+	if pq.cursor != "" {
+		if p.After, err = decodeNameCursor(pq.cursor, cursorSched); err != nil {
+			return nil, err
+		}
+	}
+	ss, err := a.cfg.Store.ScheduleList(r.Context(), p)
 	if err != nil {
 		return nil, err
 	}
 	out := &scheduleList{Schedules: []*scheduleResponse{}}
+	if len(ss) > pq.limit {
+		ss = ss[:pq.limit]
+		out.NextCursor = encodeNameCursor(cursorSched, ss[len(ss)-1].Name)
+	}
 	for _, sc := range ss {
 		out.Schedules = append(out.Schedules, toSchedule(sc))
-	}
-	if len(ss) == limit {
-		out.Next = ss[len(ss)-1].Name
 	}
 	return out, nil
 }
@@ -360,32 +351,40 @@ func (a *API) triggerSchedule(r *http.Request) (any, error) {
 	return toRun(run), nil
 }
 
+// scheduleRuns answers GET /schedule/{name}/runs: the run history,
+// newest first.
 func (a *API) scheduleRuns(r *http.Request) (any, error) {
 	ctx := r.Context()
 	name := r.PathValue("name")
-	limit, err := pageLimit(r)
+	pq, err := parsePageQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	var before int64
-	if v := r.URL.Query().Get("before"); v != "" {
-		if before, err = strconv.ParseInt(v, 10, 64); err != nil || before < 1 {
-			return nil, errorf(http.StatusBadRequest, "before: want a run id from the previous page, got %q", v)
+	p := &store.ScheduleRunsParams{Name: name, Limit: pq.limit + 1}
+	if pq.cursor != "" {
+		k, err := decodeCursor(pq.cursor, cursorRun, 1)
+		if err == nil && k[0] < 1 {
+			err = badCursor(pq.cursor)
 		}
+		if err != nil {
+			return nil, err
+		}
+		p.Before = k[0]
 	}
 	if _, err := a.cfg.Store.ScheduleGet(ctx, name); err != nil {
 		return nil, notFound(err, "name: no schedule %q", name)
 	}
-	runs, err := a.cfg.Store.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: name, Before: before, Limit: limit})
+	runs, err := a.cfg.Store.ScheduleRuns(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	out := &runList{Runs: []*runResponse{}}
+	if len(runs) > pq.limit {
+		runs = runs[:pq.limit]
+		out.NextCursor = encodeCursor(cursorRun, runs[len(runs)-1].ID)
+	}
 	for _, run := range runs {
 		out.Runs = append(out.Runs, toRun(run))
-	}
-	if len(runs) == limit {
-		out.Next = strconv.FormatInt(runs[len(runs)-1].ID, 10)
 	}
 	return out, nil
 }

@@ -80,20 +80,25 @@ func TestSchedule_Lifecycle(t *testing.T) {
 		b.ok(t, "PUT", "/schedule/every", `{"cron":"@every 1h","category":"report","url":"http://127.0.0.1:1/work","paused":true}`, nil)
 
 		var page struct {
-			Schedules []scheduleOut `json:"schedules"`
-			Next      string        `json:"next"`
+			Schedules  []scheduleOut `json:"schedules"`
+			NextCursor string        `json:"next_cursor"`
 		}
 		b.ok(t, "GET", "/schedules?limit=1", "", &page)
-		if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.Next != "every" {
+		if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.NextCursor == "" {
 			t.Fatalf("first page = %+v", page)
 		}
 		if !page.Schedules[0].Paused || page.Schedules[0].NextRunAt != nil || len(page.Schedules[0].NextRuns) != 0 {
 			t.Errorf("a paused schedule shows next runs: %+v", page.Schedules[0])
 		}
-		page.Next = ""
-		b.ok(t, "GET", "/schedules?limit=1&after=every", "", &page)
-		if len(page.Schedules) != 1 || page.Schedules[0].Name != "nightly" {
-			t.Fatalf("second page = %+v", page)
+		cursor := page.NextCursor
+		page.NextCursor = ""
+		b.ok(t, "GET", "/schedules?limit=1&cursor="+cursor, "", &page)
+		if len(page.Schedules) != 1 || page.Schedules[0].Name != "nightly" || page.NextCursor != "" {
+			t.Fatalf("second (last) page = %+v", page)
+		}
+		b.ok(t, "GET", "/schedules?limit=2", "", &page)
+		if len(page.Schedules) != 2 || page.NextCursor != "" {
+			t.Fatalf("one full page = %+v, want both schedules and no next_cursor", page)
 		}
 
 		var paused, resumed scheduleOut
@@ -112,12 +117,31 @@ func TestSchedule_Lifecycle(t *testing.T) {
 			t.Fatalf("trigger = %+v", run)
 		}
 		var runs struct {
-			Runs []runOut `json:"runs"`
-			Next string   `json:"next"`
+			Runs       []runOut `json:"runs"`
+			NextCursor string   `json:"next_cursor"`
 		}
 		b.ok(t, "GET", "/schedule/nightly/runs", "", &runs)
-		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || *runs.Runs[0].JobID != *run.JobID || runs.Next != "" {
+		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || *runs.Runs[0].JobID != *run.JobID || runs.NextCursor != "" {
 			t.Errorf("runs = %+v", runs)
+		}
+		// Paging, newest first: limit 1 over two runs.
+		var run2 runOut
+		b.ok(t, "POST", "/schedule/nightly/trigger", "", &run2)
+		b.ok(t, "GET", "/schedule/nightly/runs?limit=1", "", &runs)
+		if len(runs.Runs) != 1 || runs.Runs[0].ID != run2.ID || runs.NextCursor == "" {
+			t.Fatalf("runs page 1 = %+v, want run %d and a next_cursor", runs, run2.ID)
+		}
+		cursor = runs.NextCursor
+		runs.NextCursor = ""
+		b.ok(t, "GET", "/schedule/nightly/runs?limit=1&cursor="+cursor, "", &runs)
+		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || runs.NextCursor != "" {
+			t.Fatalf("runs page 2 = %+v, want run %d and no next_cursor", runs, run.ID)
+		}
+		// A cursor of another listing is refused, naming cursor.
+		for _, path := range []string{"/schedule/nightly/runs?cursor=" + page.Schedules[0].Name, "/schedules?cursor=" + cursor} {
+			if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusBadRequest); !strings.HasPrefix(msg, "cursor:") {
+				t.Errorf("GET %s: error %q does not name cursor", path, msg)
+			}
 		}
 		var gone scheduleOut
 		b.ok(t, "DELETE", "/schedule/nightly", "", &gone)
@@ -175,7 +199,7 @@ func TestSchedule_BadInput(t *testing.T) {
 			}
 		})
 	}
-	for _, path := range []string{"/schedules?limit=0", "/schedules?limit=x", "/schedule/s/runs?limit=5000", "/schedule/s/runs?before=x"} {
+	for _, path := range []string{"/schedules?limit=0", "/schedules?limit=x", "/schedule/s/runs?limit=5000", "/schedule/s/runs?cursor=x", "/schedules?cursor=%zz"} {
 		errorMessage(t, b.do(t, "GET", path, ""), http.StatusBadRequest)
 	}
 }

@@ -252,6 +252,19 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/lock/l1/renew", fmt.Sprintf(`{"owner":"o1","token":%d,"ttl":60}`, lease.Token), 200)
 		c.call("GET", "/lock/l1", "", 200)
 		c.call("GET", "/locks?limit=10", "", 200)
+		c.call("PUT", "/lock/l2", `{"owner":"o1","ttl":30}`, 200)
+		nextCursor := func(body []byte) string {
+			var page struct {
+				NextCursor string `json:"next_cursor"`
+			}
+			json.Unmarshal(body, &page)
+			if page.NextCursor == "" {
+				t.Fatalf("no next_cursor in %s", body)
+			}
+			return page.NextCursor
+		}
+		c.call("GET", "/locks?limit=1&cursor="+nextCursor(c.call("GET", "/locks?limit=1", "", 200)), "", 200)
+		c.call("GET", "/locks?cursor=nope", "", 400)
 		c.call("DELETE", fmt.Sprintf("/lock/l1?owner=o1&token=%d", lease.Token), "", 200)
 		c.call("DELETE", fmt.Sprintf("/lock/l1?owner=o1&token=%d", lease.Token), "", 409)
 		c.call("POST", "/lock/l1/renew", fmt.Sprintf(`{"owner":"o1","token":%d,"ttl":60}`, lease.Token), 409)
@@ -262,10 +275,16 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("PUT", "/schedule/s1", `{"cron":"0 9 * * 1-5","timezone":"Europe/Berlin","category":"c","url":"`+w.URL+`","payload":{"n":1}}`, 200)
 		c.call("GET", "/schedule/s1", "", 200)
 		c.call("GET", "/schedules?limit=10", "", 200)
+		c.call("PUT", "/schedule/s2", `{"cron":"@daily","category":"c","url":"`+w.URL+`","paused":true}`, 200)
+		c.call("GET", "/schedules?limit=1&cursor="+nextCursor(c.call("GET", "/schedules?limit=1", "", 200)), "", 200)
+		c.call("GET", "/schedules?limit=0", "", 400)
 		c.call("POST", "/schedule/s1/pause", "", 200)
 		c.call("POST", "/schedule/s1/resume", "", 200)
 		c.call("POST", "/schedule/s1/trigger", "", 200)
 		c.call("GET", "/schedule/s1/runs", "", 200)
+		c.call("POST", "/schedule/s1/trigger", "", 200)
+		c.call("GET", "/schedule/s1/runs?limit=1&cursor="+nextCursor(c.call("GET", "/schedule/s1/runs?limit=1", "", 200)), "", 200)
+		c.call("GET", "/schedule/s1/runs?cursor=nope", "", 400)
 		c.call("DELETE", "/schedule/s1", "", 200)
 		c.call("PUT", "/schedule/s1", `{"cron":"61 * * * *","category":"c","url":"`+w.URL+`"}`, 400)
 		c.call("PUT", "/schedule/s1", `{"cron":"@daily","timezone":"Mars/Base","category":"c","url":"`+w.URL+`"}`, 400)

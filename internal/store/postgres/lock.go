@@ -66,9 +66,12 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 			UPDATE locks SET last_token = $2 WHERE name = $1`, p.Name, last+1); err != nil {
 			return err
 		}
+		// One clock_timestamp() for both columns: each call reads the
+		// clock anew, and the lease must last exactly its TTL.
 		rows, _ = tx.Query(ctx, `/* rowq:locks.acquire */
+			WITH c AS (SELECT clock_timestamp() AS t)
 			INSERT INTO lock_holders (name, owner, token, lim, acquired_at, expires_at)
-			VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))
+			SELECT $1::text, $2::text, $3::bigint, $4::integer, c.t, c.t + make_interval(secs => $5) FROM c
 			RETURNING `+lockHolderCols,
 			p.Name, p.Owner, last+1, p.Limit, seconds(p.TTL.Microseconds()))
 		res.Lease, err = pgx.CollectExactlyOneRow(rows, scanLease)
