@@ -18,6 +18,9 @@ bench: build ## measure throughput and latency on SQLite, MariaDB and PostgreSQL
 	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --jobs 10000 --runs 3
 	./bin/rowq bench --database-url 'postgres://postgres:rowq@127.0.0.1:5432/test?sslmode=disable' --jobs 10000 --runs 3
 	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --jobs 2500 --rate 500 --runs 3
+	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --jobs 100000 --batch 100 --runs 3
+	./bin/rowq bench --database-url mysql://root@127.0.0.1:3306/test --backlog 10000 --runs 3
+	@echo "the 1,000,000-job drain takes minutes: ./bin/rowq bench --database-url … --backlog 1000000 --runs 1"
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
