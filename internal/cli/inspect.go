@@ -59,6 +59,25 @@ func dispatchSub(name string, subs []subcommand, args []string, stdout, stderr i
 }
 
 // parse parses flags anywhere among args (flag stops at the first
+// simple is the run of a verb that takes n positional arguments, makes one
+// client call with them and prints its answer: fn returns the answer and
+// its table.
+func simple(n int, names string, fn func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error)) func(*session, []string) error {
+	return func(s *session, args []string) error {
+		pos, err := s.parse(args, n, names)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		v, table, err := fn(ctx, s.r.client(), pos)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, v, table)
+	}
+}
+
 // positional argument) and checks that there are n positional arguments.
 func (s *session) parse(args []string, n int, names string) ([]string, error) {
 	return s.parseRange(args, n, n, names)
@@ -136,19 +155,10 @@ var queueSubs = []subcommand{
 			}
 		})
 	}},
-	{"get", "NAME", "show a queue", func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "NAME")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		q, err := s.r.client().Queue(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, q, queueTable(q))
-	}},
+	{"get", "NAME", "show a queue", simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		q, err := c.Queue(ctx, pos[0])
+		return q, queueTable(q), err
+	})},
 	{"put", "NAME [flags]", "create or replace a queue", func(s *session, args []string) error {
 		polling := s.fs.Int("polling-interval", 0, "milliseconds between polls (0: the server's default)")
 		workers := s.fs.Int("max-workers", 0, "deliveries in flight (0: the server's default)")
@@ -174,19 +184,10 @@ var queueSubs = []subcommand{
 		}
 		return s.r.print(s.stdout, q, queueTable(q))
 	}},
-	{"rm", "NAME", "delete a queue (its jobs stay stored)", func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "NAME")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		q, err := s.r.client().DeleteQueue(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, q, queueTable(q))
-	}},
+	{"rm", "NAME", "delete a queue (its jobs stay stored)", simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		q, err := c.DeleteQueue(ctx, pos[0])
+		return q, queueTable(q), err
+	})},
 	{"node", "NAME", "show the node dispatching a queue", func(s *session, args []string) error {
 		pos, err := s.parse(args, 1, "NAME")
 		if err != nil {
@@ -282,45 +283,18 @@ var routingSubs = []subcommand{
 		}
 		return s.r.print(s.stdout, rs, routingTable(rs...))
 	}},
-	{"get", "CATEGORY", "show a routing", func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "CATEGORY")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		r, err := s.r.client().Routing(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, r, routingTable(r))
-	}},
-	{"put", "CATEGORY QUEUE", "route a category to a queue", func(s *session, args []string) error {
-		pos, err := s.parse(args, 2, "CATEGORY QUEUE")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		r, err := s.r.client().PutRouting(ctx, pos[0], pos[1])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, r, routingTable(r))
-	}},
-	{"rm", "CATEGORY", "delete a routing", func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "CATEGORY")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		r, err := s.r.client().DeleteRouting(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, r, routingTable(r))
-	}},
+	{"get", "CATEGORY", "show a routing", simple(1, "CATEGORY", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.Routing(ctx, pos[0])
+		return r, routingTable(r), err
+	})},
+	{"put", "CATEGORY QUEUE", "route a category to a queue", simple(2, "CATEGORY QUEUE", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.PutRouting(ctx, pos[0], pos[1])
+		return r, routingTable(r), err
+	})},
+	{"rm", "CATEGORY", "delete a routing", simple(1, "CATEGORY", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.DeleteRouting(ctx, pos[0])
+		return r, routingTable(r), err
+	})},
 }
 
 // jobCmd is `rowq job`.
