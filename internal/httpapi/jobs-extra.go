@@ -287,7 +287,9 @@ func (a *API) retryFailedJob(r *http.Request) (any, error) {
 	if a.cfg.Waker != nil {
 		a.cfg.Waker.Wake(name)
 	}
-	return storedJobPushed(j), nil
+	out := storedJobPushed(j)
+	out.RunAfter = 0 // due now, whenever it was created
+	return out, nil
 }
 
 // failedBulkRequest is the optional body of the bulk failure log requests;

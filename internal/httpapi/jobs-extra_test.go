@@ -22,6 +22,7 @@ type pushedAnswer struct {
 	Category      string          `json:"category"`
 	URL           string          `json:"url"`
 	Payload       json.RawMessage `json:"payload"`
+	RunAfter      int             `json:"run_after"`
 	MaxRetries    int             `json:"max_retries"`
 	RetryDelay    int             `json:"retry_delay"`
 	Priority      *int            `json:"priority"`
@@ -335,7 +336,7 @@ func TestFailedJobs_RetryAndDelete(t *testing.T) {
 
 		var j pushedAnswer
 		b.ok(t, "POST", fmt.Sprintf("/queue/q/failed/%d/retry", fs[0].ID), "", &j)
-		if j.ID != fs[0].JobID || j.QueueName != "q" || string(j.Payload) != `{"i":0}` || j.MaxRetries != 2 || j.RetryDelay != 5 || *j.Priority != 9 {
+		if j.ID != fs[0].JobID || j.QueueName != "q" || string(j.Payload) != `{"i":0}` || j.MaxRetries != 2 || j.RetryDelay != 5 || *j.Priority != 9 || j.RunAfter != 0 {
 			t.Fatalf("retry answer = %+v, want job %d with its settings", j, fs[0].JobID)
 		}
 		msg := errorMessage(t, b.do(t, "POST", fmt.Sprintf("/queue/q/failed/%d/retry", fs[0].ID), ""), http.StatusNotFound)

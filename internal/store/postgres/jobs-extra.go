@@ -23,7 +23,7 @@ func backoffOrFixed(b string) string {
 // to commit or roll back, and an insert that does nothing does not abort
 // the transaction.
 var insertUniqueSQL = strings.Replace(insertSQL, "RETURNING id",
-	"ON CONFLICT (queue_name, unique_key) DO NOTHING RETURNING id", 1)
+	"ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", 1)
 
 // uniqueAttempts bounds how often a push retries a key whose holder left
 // between the INSERT that collided and the SELECT that looked for it.

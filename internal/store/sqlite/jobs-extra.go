@@ -25,7 +25,7 @@ const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 
 // insertUniqueSQL inserts one job unless its unique key is taken, and then
 // returns no row.
-const insertUniqueSQL = insertSQL + ` ON CONFLICT (queue_name, unique_key) DO NOTHING RETURNING id`
+const insertUniqueSQL = insertSQL + ` ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id`
 
 // insertArgs are the arguments of insertSQL for job j created at now.
 func insertArgs(j *store.JobInsertParams, now int64) []any {

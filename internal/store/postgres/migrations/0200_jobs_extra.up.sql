@@ -8,7 +8,8 @@ ALTER TABLE jobs
     ADD COLUMN retry_delay_max integer          NOT NULL DEFAULT 0,
     ADD COLUMN retry_jitter    double precision NOT NULL DEFAULT 0;
 
-CREATE UNIQUE INDEX jobs_unique ON jobs (queue_name, unique_key);
+-- Partial: jobs without a key (most) cost the index nothing.
+CREATE UNIQUE INDEX jobs_unique ON jobs (queue_name, unique_key) WHERE unique_key IS NOT NULL;
 
 -- The fetch walks this index: WHERE queue_name = $1 AND state = 'waiting'
 -- AND next_try <= now() ORDER BY priority DESC, next_try, id, with no sort.

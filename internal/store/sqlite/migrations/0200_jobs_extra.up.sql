@@ -7,7 +7,8 @@ ALTER TABLE jobs ADD COLUMN retry_backoff TEXT NOT NULL DEFAULT 'fixed';
 ALTER TABLE jobs ADD COLUMN retry_delay_max INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN retry_jitter REAL NOT NULL DEFAULT 0;
 
-CREATE UNIQUE INDEX jobs_unique ON jobs (queue_name, unique_key);
+-- Partial: jobs without a key (most) cost the index nothing.
+CREATE UNIQUE INDEX jobs_unique ON jobs (queue_name, unique_key) WHERE unique_key IS NOT NULL;
 
 -- The fetch walks this index: WHERE queue_name=? AND state='waiting' AND
 -- next_try<=? ORDER BY priority DESC, next_try, id.
