@@ -374,12 +374,8 @@ var jobSubs = []subcommand{
 			}
 		})
 	}},
-	{"get", "QUEUE ID", "show a job", func(s *session, args []string) error {
-		return oneJob(s, args, (*client.Client).Job)
-	}},
-	{"rm", "QUEUE ID", "delete a job, whatever its state", func(s *session, args []string) error {
-		return oneJob(s, args, (*client.Client).DeleteJob)
-	}},
+	{"get", "QUEUE ID", "show a job", oneJob((*client.Client).Job)},
+	{"rm", "QUEUE ID", "delete a job, whatever its state", oneJob((*client.Client).DeleteJob)},
 }
 
 // listFlags adds --limit, --order and --cursor.
@@ -391,26 +387,20 @@ func listFlags(fs *flag.FlagSet, orders string) *client.ListOptions {
 	return o
 }
 
-func oneJob(s *session, args []string, op func(*client.Client, context.Context, string, int64) (*client.Job, error)) error {
-	pos, err := s.parse(args, 2, "QUEUE ID")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[1])
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.r.context()
-	defer cancel()
-	j, err := op(s.r.client(), ctx, pos[0], id)
-	if err != nil {
-		return err
-	}
-	return s.r.print(s.stdout, j, func(w io.Writer) {
-		jobTable(j)(w)
-		if len(j.Payload) > 0 {
-			fmt.Fprintf(w, "payload: %s\n", j.Payload)
+// oneJob is the run of a verb that takes QUEUE ID and makes one call.
+func oneJob(op func(*client.Client, context.Context, string, int64) (*client.Job, error)) func(*session, []string) error {
+	return simple(2, "QUEUE ID", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		id, err := parseID(pos[1])
+		if err != nil {
+			return nil, nil, err
 		}
+		j, err := op(c, ctx, pos[0], id)
+		return j, func(w io.Writer) {
+			jobTable(j)(w)
+			if len(j.Payload) > 0 {
+				fmt.Fprintf(w, "payload: %s\n", j.Payload)
+			}
+		}, err
 	})
 }
 
@@ -452,36 +442,26 @@ var failedSubs = []subcommand{
 			}
 		})
 	}},
-	{"get", "QUEUE ID", "show a failure log entry", func(s *session, args []string) error {
-		return oneFailed(s, args, (*client.Client).FailedJob)
-	}},
-	{"rm", "QUEUE ID", "delete a failure log entry", func(s *session, args []string) error {
-		return oneFailed(s, args, (*client.Client).DeleteFailedJob)
-	}},
+	{"get", "QUEUE ID", "show a failure log entry", oneFailed((*client.Client).FailedJob)},
+	{"rm", "QUEUE ID", "delete a failure log entry", oneFailed((*client.Client).DeleteFailedJob)},
 	{"retry", "QUEUE ID…|--all", "put entries back in the queue as jobs due now", failedBulkVerb(true)},
 	{"purge", "QUEUE ID…|--all", "delete entries; every entry only with --all", failedBulkVerb(false)},
 }
 
-func oneFailed(s *session, args []string, op func(*client.Client, context.Context, string, int64) (*client.FailedJob, error)) error {
-	pos, err := s.parse(args, 2, "QUEUE ID")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[1])
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.r.context()
-	defer cancel()
-	f, err := op(s.r.client(), ctx, pos[0], id)
-	if err != nil {
-		return err
-	}
-	return s.r.print(s.stdout, f, func(w io.Writer) {
-		failedTable(f)(w)
-		if len(f.Payload) > 0 {
-			fmt.Fprintf(w, "payload: %s\n", f.Payload)
+// oneFailed is the run of a verb that takes QUEUE ID and makes one call.
+func oneFailed(op func(*client.Client, context.Context, string, int64) (*client.FailedJob, error)) func(*session, []string) error {
+	return simple(2, "QUEUE ID", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		id, err := parseID(pos[1])
+		if err != nil {
+			return nil, nil, err
 		}
-		fmt.Fprintf(w, "message: %s\n", f.Result.Message)
+		f, err := op(c, ctx, pos[0], id)
+		return f, func(w io.Writer) {
+			failedTable(f)(w)
+			if len(f.Payload) > 0 {
+				fmt.Fprintf(w, "payload: %s\n", f.Payload)
+			}
+			fmt.Fprintf(w, "message: %s\n", f.Result.Message)
+		}, err
 	})
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
-	"github.com/rowq/rowq/internal/store/backend"
-	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/mysql"
 )
 
@@ -20,18 +18,7 @@ func TestInspect_ListingsWalkIndexesWithoutFilesort(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := mysql.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(ctx, t)
 	for i := range 3 {
 		ps := make([]*store.JobInsertParams, 500)
 		for k := range ps {

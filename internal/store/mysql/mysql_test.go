@@ -111,18 +111,7 @@ func TestGrab_UsesFetchIndexWithoutFilesort(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := mysql.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(ctx, t)
 	// A backlog over a few queues, due and deferred, so that the optimizer
 	// has a choice to make.
 	for i := range 4 {
@@ -213,4 +202,23 @@ func BenchmarkJobs_InsertGrabComplete(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// openMigrated opens a MySQL store (not the store interface: the EXPLAIN
+// tests need its DB) on a fresh, migrated database, closed when t ends.
+func openMigrated(ctx context.Context, t *testing.T) *mysql.Store {
+	t.Helper()
+	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mysql.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

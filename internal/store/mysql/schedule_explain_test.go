@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
-	"github.com/rowq/rowq/internal/store/backend"
-	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/mysql"
 )
 
@@ -17,18 +15,7 @@ func TestSchedulesDue_UsesIndexWithoutFilesort(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := mysql.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(ctx, t)
 	// Many schedules, few due, some paused: the look must not read them all.
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 300 {
