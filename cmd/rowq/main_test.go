@@ -186,13 +186,30 @@ func (p *proc) signal(t *testing.T, sig os.Signal) {
 // freeAddr returns a loopback address whose port was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrsMu.Lock()
+	defer addrsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// The kernel may hand a port just closed to the next caller: two
+		// nodes started at once would then share it, and the health check
+		// of the one that failed to bind would reach the other.
+		if !addrsGiven[addr] {
+			addrsGiven[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// addrsGiven holds every address freeAddr has handed out in this process.
+var (
+	addrsMu    sync.Mutex
+	addrsGiven = map[string]bool{}
+)
 
 // serve runs `rowq serve` in dir with env (and ROWQ_BIND on a free port)
 // and waits until GET /healthz answers 200. A port taken in the meantime
