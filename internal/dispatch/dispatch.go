@@ -118,7 +118,7 @@ func New(cfg Config) *Dispatcher {
 	d.complete = batch.New(func(ctx context.Context, ids []int64) ([]struct{}, error) {
 		_, err := cfg.Store.JobsComplete(ctx, &store.JobsCompleteParams{Node: cfg.Node, IDs: ids})
 		return make([]struct{}, len(ids)), err
-	}, 500, 2)
+	}, 500)
 	return d
 }
 

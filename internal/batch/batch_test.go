@@ -1,0 +1,187 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// While one batch runs, the calls that arrive go together into the next,
+// in one call of fn, and each gets its own result.
+func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	b := New(func(ctx context.Context, items []int) ([]int, error) {
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		out := make([]int, len(items))
+		for i, v := range items {
+			out[i] = v * 10
+		}
+		return out, nil
+	}, 100)
+	defer b.Close()
+
+	firstDone := make(chan int)
+	go func() {
+		r, _ := b.Do(context.Background(), 1)
+		firstDone <- r
+	}()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+
+	const n = 20
+	results := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r, err := b.Do(context.Background(), i+2)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = r
+		})
+	}
+	waitFor(t, func() bool { return len(b.calls) == n })
+	close(release)
+	wg.Wait()
+	if r := <-firstDone; r != 10 {
+		t.Errorf("first call: got %d, want 10", r)
+	}
+	for i, r := range results {
+		if r != (i+2)*10 {
+			t.Errorf("call %d: got %d, want %d", i, r, (i+2)*10)
+		}
+	}
+	if want := []int{1, n}; !slices.Equal(sizes, want) {
+		t.Errorf("batch sizes %v, want %v: one batch at a time, the waiting calls together", sizes, want)
+	}
+}
+
+// A batch holds at most max items; the rest wait for the next.
+func TestBatchesHoldAtMostMax(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	b := New(func(ctx context.Context, items []int) ([]struct{}, error) {
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return make([]struct{}, len(items)), nil
+	}, 4)
+	defer b.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() { b.Do(context.Background(), 0) })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	for i := range 4 {
+		wg.Go(func() { b.Do(context.Background(), i) })
+	}
+	waitFor(t, func() bool { return len(b.calls) == 4 })
+	// The channel holds max calls; these wait to be let in.
+	for i := range 3 {
+		wg.Go(func() { b.Do(context.Background(), i) })
+	}
+	close(release)
+	wg.Wait()
+	total := 0
+	for _, s := range sizes {
+		if s > 4 {
+			t.Errorf("batch of %d items, max 4 (sizes %v)", s, sizes)
+		}
+		total += s
+	}
+	if total != 8 {
+		t.Errorf("%d items in batches %v, want 8", total, sizes)
+	}
+}
+
+// An error of the batch reaches every call in it, and a result count that
+// does not match is an error, not a wrong answer.
+func TestBatchErrors(t *testing.T) {
+	boom := errors.New("boom")
+	b := New(func(ctx context.Context, items []int) ([]int, error) { return nil, boom }, 10)
+	if _, err := b.Do(context.Background(), 1); !errors.Is(err, boom) {
+		t.Errorf("got %v, want %v", err, boom)
+	}
+	b.Close()
+	short := New(func(ctx context.Context, items []int) ([]int, error) { return []int{}, nil }, 10)
+	defer short.Close()
+	if _, err := short.Do(context.Background(), 1); err == nil {
+		t.Error("a batch that answered no result for its item: no error")
+	}
+}
+
+// Close runs what was queued before it; Do after Close fails with
+// ErrClosed; a call whose context ends stops waiting.
+func TestCloseAndCancel(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	b := New(func(ctx context.Context, items []int) ([]struct{}, error) {
+		mu.Lock()
+		first := len(ran) == 0
+		ran = append(ran, items...)
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return make([]struct{}, len(items)), nil
+	}, 10)
+	var wg sync.WaitGroup
+	wg.Go(func() { b.Do(context.Background(), 1) })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 })
+	wg.Go(func() {
+		if _, err := b.Do(context.Background(), 2); err != nil {
+			t.Errorf("queued before Close: %v", err)
+		}
+	})
+	waitFor(t, func() bool { return len(b.calls) == 1 })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error)
+	go func() { _, err := b.Do(ctx, 3); cancelled <- err }()
+	waitFor(t, func() bool { return len(b.calls) == 2 })
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: got %v, want context.Canceled", err)
+	}
+
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
+	close(release)
+	<-closed
+	wg.Wait()
+	mu.Lock()
+	slices.Sort(ran)
+	// 3 was queued too: a cancelled call may still be written (Do's doc).
+	if !slices.Equal(ran, []int{1, 2, 3}) {
+		t.Errorf("ran %v, want [1 2 3]", ran)
+	}
+	mu.Unlock()
+	if _, err := b.Do(context.Background(), 4); !errors.Is(err, ErrClosed) {
+		t.Errorf("Do after Close: got %v, want ErrClosed", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
