@@ -31,7 +31,9 @@ type handoffState struct {
 	// idle again only if gen did not move while it ran.
 	gen uint64
 	// grabbing: a grab holds worker slots it may give back; a hand-off
-	// that finds no slot then is not behind deliveries in flight.
+	// that finds no slot then is not behind deliveries in flight. While
+	// idle, a grab takes at most half the free slots, so hand-offs go on
+	// during it.
 	grabbing bool
 }
 
@@ -63,12 +65,12 @@ func (r *runner) releaseSlots(n int64) {
 }
 
 // grabStart notes that a grab begins and returns the generation to pass
-// to grabbed.
-func (r *runner) grabStart() uint64 {
+// to grabbed, and whether hand-off is on (no due backlog is known).
+func (r *runner) grabStart() (gen uint64, idle bool) {
 	r.ho.mu.Lock()
 	defer r.ho.mu.Unlock()
 	r.ho.grabbing = true
-	return r.ho.gen
+	return r.ho.gen, r.ho.idle
 }
 
 // grabbed records a grab's outcome: a short answer with no backlog event

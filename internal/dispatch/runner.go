@@ -122,7 +122,15 @@ func (r *runner) run() {
 				// Throttled: wait for the next token (or the poll).
 				wait = min(wait, tb.untilNext(now))
 			} else {
-				gen := r.grabStart()
+				gen, idle := r.grabStart()
+				if idle {
+					// No due backlog is known, so this grab is a poll or
+					// follows a wake-up and will find few jobs: leave half
+					// the free slots to the hand-offs that arrive while it
+					// runs. Taking them all would send those jobs waiting,
+					// each waking the runner for another such grab.
+					n = max(1, n/2)
+				}
 				n = int(r.takeSlots(int64(n)))
 				if n == 0 {
 					r.grabbed(false, gen)

@@ -31,16 +31,10 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 			}
 			return 200, `{"status":"success"}`, 0
 		})
-		// No polls and no rescue ticks: the runner grabs on both, a grab
-		// holds the free worker slots while it runs, and a job enqueued
-		// meanwhile goes waiting (correct, and it wakes the runner, whose
-		// next grab may overlap the next enqueue in turn); this test looks
-		// at the hand-off itself.
-		s := startNode(t, dbtest.URL(t, dialect), func(c *config.Config) {
-			steadyLeader(c)
-			c.RescueInterval = time.Hour
-		})
-		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10, "polling_interval": 3600000})
+		// A poll every millisecond: a grab nearly always runs, and it must
+		// leave worker slots to the hand-offs meanwhile.
+		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10, "polling_interval": 1})
 		// A first job, delivered, shows that the node leads q and its
 		// dispatcher has looked for work.
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "warm-up"})
