@@ -9,6 +9,11 @@
 // turned the others away; with one, batches grow with the load and the
 // end-to-end rate rose by a quarter on MariaDB and by half on SQLite
 // (docs/benchmarks.md).
+//
+// A batcher may also space its batches (gap): a batch then starts no
+// sooner than gap after the previous one started, unless Flush or Close
+// cuts the wait short. Spacing trades the calls' latency for fewer, larger
+// batches; rowq spaces acknowledgements, which no client waits for.
 package batch
 
 import (
@@ -33,7 +38,9 @@ type Func[T, R any] func(ctx context.Context, items []T) ([]R, error)
 type Batcher[T, R any] struct {
 	fn        Func[T, R]
 	max       int
+	gap       time.Duration
 	calls     chan *call[T, R]
+	flush     chan struct{}
 	done      chan struct{}
 	stopped   chan struct{} // loop has returned
 	closeOnce sync.Once
@@ -46,11 +53,24 @@ type call[T, R any] struct {
 	done chan struct{}
 }
 
-// New starts a batcher whose batches hold at most max items.
-func New[T, R any](fn Func[T, R], max int) *Batcher[T, R] {
-	b := &Batcher[T, R]{fn: fn, max: max, calls: make(chan *call[T, R], max), done: make(chan struct{}), stopped: make(chan struct{})}
+// New starts a batcher whose batches hold at most max items and start at
+// least gap apart (0: as soon as the previous one ends).
+func New[T, R any](fn Func[T, R], max int, gap time.Duration) *Batcher[T, R] {
+	b := &Batcher[T, R]{
+		fn: fn, max: max, gap: gap,
+		calls: make(chan *call[T, R], max), flush: make(chan struct{}, 1),
+		done: make(chan struct{}), stopped: make(chan struct{}),
+	}
 	go b.loop()
 	return b
+}
+
+// Flush starts the next batch without waiting for the rest of the gap.
+func (b *Batcher[T, R]) Flush() {
+	select {
+	case b.flush <- struct{}{}:
+	default:
+	}
 }
 
 // Do adds item to the next batch and waits for that batch's result. When ctx
@@ -87,6 +107,7 @@ func (b *Batcher[T, R]) Close() {
 func (b *Batcher[T, R]) loop() {
 	defer close(b.stopped)
 	batch := make([]*call[T, R], 0, b.max)
+	var last time.Time // the previous batch's start
 	for {
 		batch = batch[:0]
 		select {
@@ -103,6 +124,7 @@ func (b *Batcher[T, R]) loop() {
 				}
 			}
 		}
+		b.space(last)
 	fill:
 		for len(batch) < b.max {
 			select {
@@ -112,7 +134,23 @@ func (b *Batcher[T, R]) loop() {
 				break fill
 			}
 		}
+		last = time.Now()
 		b.run(batch)
+	}
+}
+
+// space waits until gap has passed since last, a Flush or Close.
+func (b *Batcher[T, R]) space(last time.Time) {
+	wait := b.gap - time.Since(last)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.flush:
+	case <-b.done:
 	}
 }
 

@@ -28,7 +28,7 @@ func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
 			out[i] = v * 10
 		}
 		return out, nil
-	}, 100)
+	}, 100, 0)
 	defer b.Close()
 
 	firstDone := make(chan int)
@@ -80,7 +80,7 @@ func TestBatchesHoldAtMostMax(t *testing.T) {
 			<-release
 		}
 		return make([]struct{}, len(items)), nil
-	}, 4)
+	}, 4, 0)
 	defer b.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.Do(context.Background(), 0) })
@@ -111,12 +111,12 @@ func TestBatchesHoldAtMostMax(t *testing.T) {
 // does not match is an error, not a wrong answer.
 func TestBatchErrors(t *testing.T) {
 	boom := errors.New("boom")
-	b := New(func(ctx context.Context, items []int) ([]int, error) { return nil, boom }, 10)
+	b := New(func(ctx context.Context, items []int) ([]int, error) { return nil, boom }, 10, 0)
 	if _, err := b.Do(context.Background(), 1); !errors.Is(err, boom) {
 		t.Errorf("got %v, want %v", err, boom)
 	}
 	b.Close()
-	short := New(func(ctx context.Context, items []int) ([]int, error) { return []int{}, nil }, 10)
+	short := New(func(ctx context.Context, items []int) ([]int, error) { return []int{}, nil }, 10, 0)
 	defer short.Close()
 	if _, err := short.Do(context.Background(), 1); err == nil {
 		t.Error("a batch that answered no result for its item: no error")
@@ -138,7 +138,7 @@ func TestCloseAndCancel(t *testing.T) {
 			<-release
 		}
 		return make([]struct{}, len(items)), nil
-	}, 10)
+	}, 10, 0)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.Do(context.Background(), 1) })
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 })
@@ -183,5 +183,62 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// With a gap, a batch starts no sooner than gap after the previous one,
+// so the calls of that time go together; Flush and Close cut the wait.
+func TestGapSpacesBatches(t *testing.T) {
+	const gap = 300 * time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	var sizes []int
+	b := New(func(ctx context.Context, items []int) ([]struct{}, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		sizes = append(sizes, len(items))
+		mu.Unlock()
+		return make([]struct{}, len(items)), nil
+	}, 100, gap)
+
+	began := time.Now()
+	b.Do(context.Background(), 0) // the first batch starts at once
+	if d := time.Since(began); d >= gap {
+		t.Errorf("first batch after %v, want at once", d)
+	}
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() { b.Do(context.Background(), i) })
+	}
+	wg.Wait()
+	mu.Lock()
+	if len(starts) != 2 || sizes[1] != 5 {
+		t.Errorf("batch sizes %v, want [1 5]: the calls within the gap go together", sizes)
+	} else if d := starts[1].Sub(starts[0]); d < gap {
+		t.Errorf("second batch %v after the first, want at least the gap %v", d, gap)
+	}
+	mu.Unlock()
+
+	// Flush: the next batch starts without waiting out the gap.
+	time.Sleep(gap)
+	b.Do(context.Background(), 0)
+	flushed := time.Now()
+	done := make(chan struct{})
+	go func() { b.Do(context.Background(), 1); close(done) }()
+	time.Sleep(gap / 10) // most likely waiting out the gap by now; a Flush before that counts too
+	b.Flush()
+	<-done
+	if d := time.Since(flushed); d >= gap {
+		t.Errorf("flushed batch ran %v after the previous one, want sooner than the gap %v", d, gap)
+	}
+
+	// Close: what is queued runs at once.
+	b.Do(context.Background(), 0)
+	closing := time.Now()
+	go func() { b.Do(context.Background(), 2) }()
+	time.Sleep(gap / 10)
+	b.Close()
+	if d := time.Since(closing); d >= gap {
+		t.Errorf("Close took %v, want sooner than the gap %v", d, gap)
 	}
 }

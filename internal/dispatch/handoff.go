@@ -38,15 +38,22 @@ type handoffState struct {
 }
 
 // takeSlots takes up to n free worker slots and returns how many it took.
+// When that leaves fewer than a quarter of the slots free, it flushes the
+// pending acknowledgements, whose jobs hold slots until they commit
+// (ackGap).
 func (r *runner) takeSlots(n int64) int64 {
+	max := int64(r.settings.Load().MaxWorkers)
 	for {
 		cur := r.inflight.Load()
-		free := int64(r.settings.Load().MaxWorkers) - cur
-		take := min(n, free)
+		take := min(n, max-cur)
 		if take <= 0 {
+			r.d.complete.Flush()
 			return 0
 		}
 		if r.inflight.CompareAndSwap(cur, cur+take) {
+			if 4*(max-cur-take) < max {
+				r.d.complete.Flush()
+			}
 			return take
 		}
 	}

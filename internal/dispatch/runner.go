@@ -172,6 +172,7 @@ func (r *runner) run() {
 		var freed chan struct{}
 		if free <= 0 {
 			freed = r.freed
+			r.d.complete.Flush() // slots come free as acknowledgements commit
 		}
 		timer.Reset(max(wait, time.Millisecond))
 		select {

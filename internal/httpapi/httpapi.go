@@ -91,8 +91,8 @@ func New(cfg Config) *API {
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
 	// Group commit: concurrent enqueues share one INSERT and one commit.
-	a.insert = batch.New(a.insertJobs, 200)
-	a.insertGrabbed = batch.New(a.insertGrabbedJobs, 200)
+	a.insert = batch.New(a.insertJobs, 200, 0)
+	a.insertGrabbed = batch.New(a.insertGrabbedJobs, 200, 0)
 	a.routes()
 	return a
 }
