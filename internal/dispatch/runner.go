@@ -92,6 +92,11 @@ func (r *runner) run() {
 		lastExtend = time.Now()
 		backoff    time.Duration
 		timer      = time.NewTimer(time.Hour)
+		// full: the last grab took all it asked for, so more jobs are
+		// likely due; gatherUntil: while so, when to stop waiting for
+		// more free slots before the next grab.
+		full        bool
+		gatherUntil time.Time
 	)
 	defer timer.Stop()
 	for !r.stopped() {
@@ -118,10 +123,21 @@ func (r *runner) run() {
 			if tb != nil {
 				n = min(n, tb.available(now))
 			}
-			if n == 0 {
+			gather := full && tb == nil && n < min(int(q.MaxWorkers+1)/2, cfg.BatchSize)
+			if gather && gatherUntil.IsZero() {
+				gatherUntil = now.Add(gatherWindow)
+				r.d.complete.Flush() // their commits free the slots
+			}
+			switch {
+			case n == 0:
 				// Throttled: wait for the next token (or the poll).
 				wait = min(wait, tb.untilNext(now))
-			} else {
+			case gather && now.Before(gatherUntil):
+				// Draining a backlog: wait a moment for more slots to free,
+				// so that the next grab is larger.
+				wait = min(wait, gatherUntil.Sub(now))
+			default:
+				gatherUntil = time.Time{}
 				gen, idle := r.grabStart()
 				if idle {
 					// No due backlog is known, so this grab is a poll or
@@ -142,6 +158,7 @@ func (r *runner) run() {
 				}
 				r.releaseSlots(int64(n - len(jobs)))
 				r.grabbed(err == nil && len(jobs) < n, gen)
+				full = err == nil && len(jobs) == n
 				switch {
 				case err != nil:
 					backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
@@ -170,7 +187,7 @@ func (r *runner) run() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free <= 0 {
+		if free <= 0 || !gatherUntil.IsZero() {
 			freed = r.freed
 			r.d.complete.Flush() // slots come free as acknowledgements commit
 		}
