@@ -9,26 +9,52 @@ import (
 	"time"
 )
 
+// recorder is a batch func that records each batch's items, answers 10×
+// each item, and holds the first batch until release is closed.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]int
+	release chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{release: make(chan struct{})} }
+
+func (r *recorder) fn(ctx context.Context, items []int) ([]int, error) {
+	r.mu.Lock()
+	r.batches = append(r.batches, slices.Clone(items))
+	first := len(r.batches) == 1
+	r.mu.Unlock()
+	if first {
+		<-r.release
+	}
+	out := make([]int, len(items))
+	for i, v := range items {
+		out[i] = v * 10
+	}
+	return out, nil
+}
+
+// started waits until n batches have started.
+func (r *recorder) started(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.batches) >= n })
+}
+
+func (r *recorder) sizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sizes []int
+	for _, b := range r.batches {
+		sizes = append(sizes, len(b))
+	}
+	return sizes
+}
+
 // While one batch runs, the calls that arrive go together into the next,
 // in one call of fn, and each gets its own result.
 func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var sizes []int
-	b := New(func(ctx context.Context, items []int) ([]int, error) {
-		mu.Lock()
-		sizes = append(sizes, len(items))
-		first := len(sizes) == 1
-		mu.Unlock()
-		if first {
-			<-release
-		}
-		out := make([]int, len(items))
-		for i, v := range items {
-			out[i] = v * 10
-		}
-		return out, nil
-	}, 100, 0)
+	rec := newRecorder()
+	b := New(rec.fn, 100, 0)
 	defer b.Close()
 
 	firstDone := make(chan int)
@@ -36,7 +62,7 @@ func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
 		r, _ := b.Do(context.Background(), 1)
 		firstDone <- r
 	}()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	rec.started(t, 1)
 
 	const n = 20
 	results := make([]int, n)
@@ -51,7 +77,7 @@ func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
 		})
 	}
 	waitFor(t, func() bool { return len(b.calls) == n })
-	close(release)
+	close(rec.release)
 	wg.Wait()
 	if r := <-firstDone; r != 10 {
 		t.Errorf("first call: got %d, want 10", r)
@@ -61,30 +87,19 @@ func TestCallsArrivingDuringABatchShareTheNext(t *testing.T) {
 			t.Errorf("call %d: got %d, want %d", i, r, (i+2)*10)
 		}
 	}
-	if want := []int{1, n}; !slices.Equal(sizes, want) {
+	if sizes, want := rec.sizes(), []int{1, n}; !slices.Equal(sizes, want) {
 		t.Errorf("batch sizes %v, want %v: one batch at a time, the waiting calls together", sizes, want)
 	}
 }
 
 // A batch holds at most max items; the rest wait for the next.
 func TestBatchesHoldAtMostMax(t *testing.T) {
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var sizes []int
-	b := New(func(ctx context.Context, items []int) ([]struct{}, error) {
-		mu.Lock()
-		sizes = append(sizes, len(items))
-		first := len(sizes) == 1
-		mu.Unlock()
-		if first {
-			<-release
-		}
-		return make([]struct{}, len(items)), nil
-	}, 4, 0)
+	rec := newRecorder()
+	b := New(rec.fn, 4, 0)
 	defer b.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.Do(context.Background(), 0) })
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	rec.started(t, 1)
 	for i := range 4 {
 		wg.Go(func() { b.Do(context.Background(), i) })
 	}
@@ -93,9 +108,9 @@ func TestBatchesHoldAtMostMax(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() { b.Do(context.Background(), i) })
 	}
-	close(release)
+	close(rec.release)
 	wg.Wait()
-	total := 0
+	total, sizes := 0, rec.sizes()
 	for _, s := range sizes {
 		if s > 4 {
 			t.Errorf("batch of %d items, max 4 (sizes %v)", s, sizes)
@@ -126,22 +141,11 @@ func TestBatchErrors(t *testing.T) {
 // Close runs what was queued before it; Do after Close fails with
 // ErrClosed; a call whose context ends stops waiting.
 func TestCloseAndCancel(t *testing.T) {
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var ran []int
-	b := New(func(ctx context.Context, items []int) ([]struct{}, error) {
-		mu.Lock()
-		first := len(ran) == 0
-		ran = append(ran, items...)
-		mu.Unlock()
-		if first {
-			<-release
-		}
-		return make([]struct{}, len(items)), nil
-	}, 10, 0)
+	rec := newRecorder()
+	b := New(rec.fn, 10, 0)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.Do(context.Background(), 1) })
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 })
+	rec.started(t, 1)
 	wg.Go(func() {
 		if _, err := b.Do(context.Background(), 2); err != nil {
 			t.Errorf("queued before Close: %v", err)
@@ -160,16 +164,15 @@ func TestCloseAndCancel(t *testing.T) {
 
 	closed := make(chan struct{})
 	go func() { b.Close(); close(closed) }()
-	close(release)
+	close(rec.release)
 	<-closed
 	wg.Wait()
-	mu.Lock()
+	ran := slices.Concat(rec.batches...)
 	slices.Sort(ran)
 	// 3 was queued too: a cancelled call may still be written (Do's doc).
 	if !slices.Equal(ran, []int{1, 2, 3}) {
 		t.Errorf("ran %v, want [1 2 3]", ran)
 	}
-	mu.Unlock()
 	if _, err := b.Do(context.Background(), 4); !errors.Is(err, ErrClosed) {
 		t.Errorf("Do after Close: got %v, want ErrClosed", err)
 	}
