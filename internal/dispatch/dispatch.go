@@ -111,6 +111,7 @@ type Dispatcher struct {
 	stop                chan struct{}
 	refresh             chan struct{} // run a leadership cycle now
 	loopDone            chan struct{}
+	probeDone           chan struct{}
 	healthy             bool
 	lastBeat            time.Time
 }
@@ -128,6 +129,7 @@ func New(cfg Config) *Dispatcher {
 		stop:       make(chan struct{}),
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
+		probeDone:  make(chan struct{}),
 		healthy:    true,
 	}
 	d.complete = batch.New(func(ctx context.Context, ids []int64) ([]struct{}, error) {
@@ -144,6 +146,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.startOnce.Do(func() {
 		err = d.cycle(ctx)
 		go d.loop()
+		go d.probe()
 	})
 	return err
 }
@@ -267,8 +270,9 @@ func (d *Dispatcher) Refresh() {
 func (d *Dispatcher) Stop(ctx context.Context) {
 	d.stopOnce.Do(func() {
 		close(d.stop)
-		d.startOnce.Do(func() { close(d.loopDone) }) // a Start after Stop does nothing
+		d.startOnce.Do(func() { close(d.loopDone); close(d.probeDone) }) // a Start after Stop does nothing
 		<-d.loopDone
+		<-d.probeDone
 		d.mu.Lock()
 		for name, r := range d.runners {
 			delete(d.runners, name)

@@ -29,6 +29,12 @@ type runner struct {
 	failing  atomic.Bool // the last store call failed: log the next failure quietly
 	bucket   *bucket     // max_dispatches_per_second; used by run only
 	ho       handoffState
+	// parked: the last grab came back short and the runner waits for a
+	// wake-up, not for its own poll: the dispatcher's prober looks for
+	// due jobs of all parked queues at once (probe.go). lastLook is when
+	// the queue was last looked at, by a grab or a probe (UnixNano).
+	parked   atomic.Bool
+	lastLook atomic.Int64
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -97,6 +103,9 @@ func (r *runner) run() {
 		// more free slots before the next grab.
 		full        bool
 		gatherUntil time.Time
+		// look: grab this round; false when a parked runner woke only for
+		// its rescue or extension (the prober looks for its due jobs).
+		look = true
 	)
 	defer timer.Stop()
 	for !r.stopped() {
@@ -117,7 +126,7 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		free := int64(q.MaxWorkers) - r.inflight.Load()
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 && !q.Paused {
+		if free > 0 && !q.Paused && look {
 			n := min(int(free), cfg.BatchSize)
 			tb := r.throttle(q, now)
 			if tb != nil {
@@ -153,6 +162,7 @@ func (r *runner) run() {
 					continue // hand-offs took the free slots meanwhile
 				}
 				jobs, err := r.grab(n)
+				r.lastLook.Store(time.Now().UnixNano())
 				if tb != nil {
 					tb.take(len(jobs))
 				}
@@ -175,6 +185,13 @@ func (r *runner) run() {
 				}
 			}
 		}
+		// Parked: no due backlog is known, so the prober looks for due
+		// jobs, for this queue and every other idle one with one query.
+		// A throttled queue polls itself, to keep its token bucket.
+		park := !full && backoff == 0 && q.MaxDispatchesPerSecond == nil
+		if park {
+			wait = cfg.RescueInterval
+		}
 		if backoff > 0 {
 			// The database is away: back off instead of polling.
 			wait = backoff
@@ -192,12 +209,16 @@ func (r *runner) run() {
 			r.d.complete.Flush() // slots come free as acknowledgements commit
 		}
 		timer.Reset(max(wait, time.Millisecond))
+		r.parked.Store(park)
+		look = true
 		select {
 		case <-r.stop:
 		case <-r.wake:
 		case <-freed:
 		case <-timer.C:
+			look = !park
 		}
+		r.parked.Store(false)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

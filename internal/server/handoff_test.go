@@ -31,8 +31,8 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 			}
 			return 200, `{"status":"success"}`, 0
 		})
-		// A poll every millisecond: a grab nearly always runs, and it must
-		// leave worker slots to the hand-offs meanwhile.
+		// A look for due jobs every millisecond (the prober's, while the
+		// runner is parked): hand-offs go on between them.
 		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10, "polling_interval": 1})
 		// A first job, delivered, shows that the node leads q and its

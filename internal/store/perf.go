@@ -16,6 +16,15 @@ type Handoff interface {
 	JobsInsertGrabbed(ctx context.Context, p *JobsInsertGrabbedParams) ([]int64, error)
 }
 
+// Probe looks for due jobs in many queues with one statement, so that a
+// node's idle queues cost one query per polling interval, not one each.
+type Probe interface {
+	// JobsDue returns those of queues that hold a waiting job due now (by
+	// the database's clock), in any order. Its cost grows with the number
+	// of queues, not with their jobs.
+	JobsDue(ctx context.Context, queues []string) ([]string, error)
+}
+
 // JobsInsertGrabbedParams are the arguments of Store.JobsInsertGrabbed.
 type JobsInsertGrabbedParams struct {
 	Node  string

@@ -52,6 +52,7 @@ type Store interface {
 	Inspector
 	StatsKeeper
 	Handoff // perf.go: jobs inserted already grabbed by the accepting node
+	Probe   // perf.go: due jobs of many idle queues in one statement
 	LockStore
 	ScheduleStore
 

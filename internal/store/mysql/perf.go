@@ -20,3 +20,46 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	}
 	return ids, nil
 }
+
+// jobsDueSQL names the queues, of n given, whose earliest waiting job is
+// due: for each, the subquery reads one entry of jobs_list (queue_name,
+// state, next_try, id), however many jobs wait. (An EXISTS … next_try <=
+// NOW(6) would become a semi-join that reads every due job.)
+func jobsDueSQL(n int) string {
+	return `/* rowq:jobs.due */ SELECT q.name FROM queues q
+		WHERE q.name IN (` + placeholders(n) + `) AND (
+			SELECT j.next_try FROM jobs j FORCE INDEX (jobs_list)
+			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
+}
+
+// JobsDue returns those of queues that hold a waiting job due now.
+func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(queues))
+	for i, q := range queues {
+		args[i] = q
+	}
+	var due []string
+	err := retry(ctx, func() error {
+		due = due[:0]
+		rows, err := s.db.QueryContext(ctx, jobsDueSQL(len(queues)), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				return err
+			}
+			due = append(due, q)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
+	}
+	return due, nil
+}

@@ -12,6 +12,49 @@ import (
 // perfTests are the conformance tests of the performance area.
 var perfTests = []conformanceTest{
 	{"Jobs_InsertGrabbed", testJobsInsertGrabbed},
+	{"Jobs_Due", testJobsDue},
+}
+
+// testJobsDue checks the probe of idle queues: it names exactly the queues
+// with a waiting job due now, whatever else they hold.
+func testJobsDue(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	if got := must(s.JobsDue(ctx, nil))(t); len(got) != 0 {
+		t.Fatalf("JobsDue of no queues = %v", got)
+	}
+	for _, q := range []string{"empty", "due.1", "deferred", "grabbed", "done", "due-2"} {
+		putQueue(t, s, q)
+	}
+	insert(t, s, "due.1", 3, 0)
+	insert(t, s, "due-2", 1, 0)
+	insert(t, s, "deferred", 2, time.Hour)
+	soon := insert(t, s, "deferred", 1, 500*time.Millisecond)
+	insert(t, s, "grabbed", 2, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "grabbed", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
+	done := insert(t, s, "done", 1, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "done", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
+	must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: done}))(t)
+
+	all := []string{"empty", "due.1", "deferred", "grabbed", "done", "due-2", "no-such-queue"}
+	got := sorted(must(s.JobsDue(ctx, all))(t))
+	if want := []string{"due-2", "due.1"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("JobsDue(%v) = %v, want %v", all, got, want)
+	}
+	if got := must(s.JobsDue(ctx, []string{"due.1"}))(t); fmt.Sprint(got) != "[due.1]" {
+		t.Fatalf("JobsDue([due.1]) = %v", got)
+	}
+	// The deferred queue turns due when its first job does.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := must(s.JobsDue(ctx, []string{"deferred", "empty"}))(t)
+		if fmt.Sprint(got) == "[deferred]" {
+			break
+		}
+		if len(got) != 0 || time.Now().After(deadline) {
+			t.Fatalf("JobsDue([deferred empty]) = %v, want [deferred] once job %v is due", got, soon)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // testJobsInsertGrabbed checks jobs written already grabbed (local

@@ -4,11 +4,12 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -590,8 +591,8 @@ func jobIDs(js []*store.Job) []int64 {
 	return ids
 }
 
-func sorted(ids []int64) []int64 {
-	out := append([]int64(nil), ids...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+func sorted[T cmp.Ordered](xs []T) []T {
+	out := slices.Clone(xs)
+	slices.Sort(out)
 	return out
 }

@@ -1,0 +1,90 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+)
+
+// The prober stands in for the polls of parked runners: a runner whose
+// last grab came back short does not poll its queue, and instead the
+// prober looks for due jobs in every parked queue whose polling_interval
+// has passed since its last look, with one query (store.JobsDue), and
+// wakes those that have some. A thousand idle queues then cost one short
+// query per polling interval, not a thousand grab transactions.
+//
+// Jobs that become due without a wake-up (enqueued on another node,
+// deferred, retried, rescued) are found within a queue's
+// polling_interval, as before; a job enqueued on this node wakes its
+// runner at once.
+
+// probeMaxTick bounds the prober's sleep, so that a queue parked while it
+// sleeps is looked at no later than this after its polling_interval. A
+// tick with nothing to look at reads no database.
+const probeMaxTick = 100 * time.Millisecond
+
+func (d *Dispatcher) probe() {
+	defer close(d.probeDone)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		t.Reset(d.probeOnce())
+	}
+}
+
+// probeOnce looks at the parked queues that are due for a look and
+// returns how long to sleep until the next look falls due.
+func (d *Dispatcher) probeOnce() time.Duration {
+	now := time.Now()
+	next := probeMaxTick
+	var look []*runner
+	d.mu.Lock()
+	for _, r := range d.runners {
+		q := r.settings.Load()
+		if !r.parked.Load() || q.Paused {
+			continue
+		}
+		interval := time.Duration(q.PollingInterval) * time.Millisecond
+		// Looks falling due within half an interval go together, so that
+		// queues with the same interval share one query.
+		if wait := time.Unix(0, r.lastLook.Load()).Add(interval).Sub(now); wait <= interval/2 {
+			look = append(look, r)
+			next = min(next, interval)
+		} else {
+			next = min(next, wait)
+		}
+	}
+	d.mu.Unlock()
+	if len(look) == 0 {
+		return max(next, time.Millisecond)
+	}
+	names := make([]string, len(look))
+	for i, r := range look {
+		names[i] = r.name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	due, err := d.cfg.Store.JobsDue(ctx, names)
+	if err != nil {
+		// Wake them all: each grabs, and backs off on its own if the
+		// database is away.
+		d.log.Debug("look for due jobs failed; waking the parked runners", "err", err)
+		due = names
+	}
+	stamp := now.UnixNano()
+	for _, r := range look {
+		r.lastLook.Store(stamp)
+	}
+	d.mu.Lock()
+	for _, name := range due {
+		if r := d.runners[name]; r != nil {
+			r.nudge()
+		}
+	}
+	d.mu.Unlock()
+	return max(next, time.Millisecond)
+}

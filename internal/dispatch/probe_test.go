@@ -1,0 +1,95 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+// countingStore counts the calls that look for jobs; everything goes to
+// the real store.
+type countingStore struct {
+	store.Store
+	grabs, probes atomic.Int64
+}
+
+func (s *countingStore) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
+	s.grabs.Add(1)
+	return s.Store.JobsGrab(ctx, p)
+}
+
+func (s *countingStore) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	s.probes.Add(1)
+	return s.Store.JobsDue(ctx, queues)
+}
+
+// TestIdleQueuesShareOneLook checks that idle queues are not polled one by
+// one: while nothing is due, a node leading 50 queues with a 50 ms
+// polling_interval looks for jobs with about one query per interval in
+// all, not 50 grabs; and a job that becomes due without a wake-up
+// (enqueued by another node, or deferred) is still found and delivered.
+func TestIdleQueuesShareOneLook(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			const queues = 50
+			ctx := context.Background()
+			s := &countingStore{Store: dbtest.Open(t, dialect)}
+			for i := range queues {
+				if _, err := s.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: 50, MaxWorkers: 5}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := testworker.New(t, nil)
+			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", RescueInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+			if err := d.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				d.Stop(stop)
+			})
+			testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
+				led, err := s.QueuesLed(ctx, "n1")
+				return err == nil && len(led) == queues
+			})
+			// Each runner grabs once when it starts, then parks.
+			testworker.WaitFor(t, 30*time.Second, "every runner's first grab", func() bool { return s.grabs.Load() >= queues })
+			time.Sleep(200 * time.Millisecond)
+
+			grabs, probes := s.grabs.Load(), s.probes.Load()
+			const watch = 2 * time.Second
+			time.Sleep(watch)
+			grabs, probes = s.grabs.Load()-grabs, s.probes.Load()-probes
+			t.Logf("in %v: %d grabs, %d looks", watch, grabs, probes)
+			// Polling each queue would be 50 × 40 = 2,000 grabs.
+			if grabs > 0 {
+				t.Errorf("%d grabs in %v while nothing was due, want none: idle queues are looked at together", grabs, watch)
+			}
+			if probes < 5 || probes > 2*int64(watch/(50*time.Millisecond)) {
+				t.Errorf("%d looks in %v, want about one per 50 ms polling_interval", probes, watch)
+			}
+
+			// Jobs written straight to the database, as another node would:
+			// no wake-up reaches this node's runners.
+			now := &store.JobInsertParams{Queue: "q17", Category: "c", URL: w.URL, Payload: []byte(`"now"`), Timeout: 5}
+			later := &store.JobInsertParams{Queue: "q33", Category: "c", URL: w.URL, Payload: []byte(`"later"`), Timeout: 5, RunAfter: 300 * time.Millisecond}
+			if _, err := s.JobsInsert(ctx, []*store.JobInsertParams{now, later}); err != nil {
+				t.Fatal(err)
+			}
+			testworker.WaitFor(t, 10*time.Second, "both jobs delivered", func() bool {
+				return w.Count("now") == 1 && w.Count("later") == 1
+			})
+		})
+	}
+}
