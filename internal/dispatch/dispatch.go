@@ -106,6 +106,9 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	runners map[string]*runner
 	retired sync.WaitGroup // runners stopped but still finishing deliveries
+	// retiring counts, per queue, the stopped runners still finishing
+	// deliveries.
+	retiring map[string]int
 
 	startOnce, stopOnce sync.Once
 	stop                chan struct{}
@@ -126,6 +129,7 @@ func New(cfg Config) *Dispatcher {
 		deliverCtx: ctx,
 		hardStop:   cancel,
 		runners:    map[string]*runner{},
+		retiring:   map[string]int{},
 		stop:       make(chan struct{}),
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
@@ -233,12 +237,27 @@ func (d *Dispatcher) sync(led []*store.Queue) {
 	}
 }
 
+// retire stops r and lets its deliveries finish; d.mu is held.
 func (d *Dispatcher) retire(r *runner) {
 	d.retired.Add(1)
+	d.retiring[r.name]++
 	go func() {
 		defer d.retired.Done()
 		r.halt()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.retiring[r.name]--; d.retiring[r.name] == 0 {
+			delete(d.retiring, r.name)
+		}
 	}()
+}
+
+// finishing reports whether a stopped runner of queue still finishes
+// deliveries on this node.
+func (d *Dispatcher) finishing(queue string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.retiring[queue] > 0
 }
 
 // Wake tells the runner of queue, if this node leads it, that a job is due

@@ -113,10 +113,14 @@ func (r *runner) run() {
 		if now.Sub(lastRescue) >= cfg.RescueInterval {
 			// Extend this node's grabs first: after an outage longer than the
 			// grab lease, deliveries of this node whose outcome is still being
-			// recorded (perhaps by a runner this one replaced) must not be
-			// rescued and delivered a second time.
-			lastRescue, lastExtend = now, now
-			r.extend()
+			// recorded (by this runner or one it replaced) must not be
+			// rescued and delivered a second time. With none, an idle
+			// queue's rescue is its only statement.
+			lastRescue = now
+			if r.inflight.Load() > 0 || r.d.finishing(r.name) {
+				lastExtend = now
+				r.extend()
+			}
 			r.rescue()
 		}
 		if r.inflight.Load() > 0 && now.Sub(lastExtend) >= cfg.GrabLease/3 {
