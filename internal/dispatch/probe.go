@@ -16,6 +16,10 @@ import (
 // deferred, retried, rescued) are found within a queue's
 // polling_interval, as before; a job enqueued on this node wakes its
 // runner at once.
+//
+// Rescues go the same way: every RescueInterval the prober asks which
+// parked queues hold an expired grab (store.JobsExpired), and only their
+// runners rescue.
 
 // probeMaxTick bounds the prober's sleep, so that a queue parked while it
 // sleeps is looked at no later than this after its polling_interval. A
@@ -26,13 +30,53 @@ func (d *Dispatcher) probe() {
 	defer close(d.probeDone)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var lastRescue time.Time
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
 		}
-		t.Reset(d.probeOnce())
+		next := d.probeOnce()
+		if since := time.Since(lastRescue); since >= d.cfg.RescueInterval {
+			lastRescue = time.Now()
+			d.rescueParked()
+			next = min(next, d.cfg.RescueInterval)
+		} else {
+			next = min(next, d.cfg.RescueInterval-since)
+		}
+		t.Reset(next)
+	}
+}
+
+// rescueParked asks which parked queues hold an expired grab and has their
+// runners rescue them.
+func (d *Dispatcher) rescueParked() {
+	var parked []string
+	d.mu.Lock()
+	for name, r := range d.runners {
+		if r.parked.Load() {
+			parked = append(parked, name)
+		}
+	}
+	d.mu.Unlock()
+	if len(parked) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	expired, err := d.cfg.Store.JobsExpired(ctx, parked)
+	if err != nil {
+		d.log.Debug("look for expired grabs failed; the parked runners rescue", "err", err)
+		expired = parked
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range expired {
+		if r := d.runners[name]; r != nil {
+			r.rescueNow.Store(true)
+			r.nudge()
+		}
 	}
 }
 

@@ -19,7 +19,12 @@ import (
 // the real store.
 type countingStore struct {
 	store.Store
-	grabs, probes atomic.Int64
+	grabs, probes, rescues atomic.Int64
+}
+
+func (s *countingStore) JobsRescue(ctx context.Context, queue string) (int64, error) {
+	s.rescues.Add(1)
+	return s.Store.JobsRescue(ctx, queue)
 }
 
 func (s *countingStore) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
@@ -35,8 +40,9 @@ func (s *countingStore) JobsDue(ctx context.Context, queues []string) ([]string,
 // TestIdleQueuesShareOneLook checks that idle queues are not polled one by
 // one: while nothing is due, a node leading 50 queues with a 50 ms
 // polling_interval looks for jobs with about one query per interval in
-// all, not 50 grabs; and a job that becomes due without a wake-up
-// (enqueued by another node, or deferred) is still found and delivered.
+// all, not 50 grabs, and rescues none one by one; and a job that becomes
+// due without a wake-up (enqueued by another node, deferred, or left by a
+// node that died) is still found and delivered.
 func TestIdleQueuesShareOneLook(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -50,7 +56,7 @@ func TestIdleQueuesShareOneLook(t *testing.T) {
 				}
 			}
 			w := testworker.New(t, nil)
-			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", RescueInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", RescueInterval: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 			if err := d.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -67,11 +73,15 @@ func TestIdleQueuesShareOneLook(t *testing.T) {
 			testworker.WaitFor(t, 30*time.Second, "every runner's first grab", func() bool { return s.grabs.Load() >= queues })
 			time.Sleep(200 * time.Millisecond)
 
-			grabs, probes := s.grabs.Load(), s.probes.Load()
+			grabs, probes, rescues := s.grabs.Load(), s.probes.Load(), s.rescues.Load()
 			const watch = 2 * time.Second
 			time.Sleep(watch)
-			grabs, probes = s.grabs.Load()-grabs, s.probes.Load()-probes
-			t.Logf("in %v: %d grabs, %d looks", watch, grabs, probes)
+			grabs, probes, rescues = s.grabs.Load()-grabs, s.probes.Load()-probes, s.rescues.Load()-rescues
+			t.Logf("in %v: %d grabs, %d looks, %d rescues", watch, grabs, probes, rescues)
+			// Rescuing each queue would be 50 × 6 = 300 rescues.
+			if rescues > 0 {
+				t.Errorf("%d rescues in %v while no grab had expired, want none", rescues, watch)
+			}
 			// Polling each queue would be 50 × 40 = 2,000 grabs.
 			if grabs > 0 {
 				t.Errorf("%d grabs in %v while nothing was due, want none: idle queues are looked at together", grabs, watch)
@@ -87,8 +97,13 @@ func TestIdleQueuesShareOneLook(t *testing.T) {
 			if _, err := s.JobsInsert(ctx, []*store.JobInsertParams{now, later}); err != nil {
 				t.Fatal(err)
 			}
-			testworker.WaitFor(t, 10*time.Second, "both jobs delivered", func() bool {
-				return w.Count("now") == 1 && w.Count("later") == 1
+			// And one held by a node that died: its grab expires.
+			orphan := &store.JobInsertParams{Queue: "q42", Category: "c", URL: w.URL, Payload: []byte(`"orphan"`), Timeout: 5}
+			if _, err := s.JobsInsertGrabbed(ctx, &store.JobsInsertGrabbedParams{Node: "gone", Lease: 200 * time.Millisecond, Jobs: []*store.JobInsertParams{orphan}}); err != nil {
+				t.Fatal(err)
+			}
+			testworker.WaitFor(t, 10*time.Second, "the three jobs delivered", func() bool {
+				return w.Count("now") == 1 && w.Count("later") == 1 && w.Count("orphan") == 1
 			})
 		})
 	}

@@ -35,6 +35,8 @@ type runner struct {
 	// the queue was last looked at, by a grab or a probe (UnixNano).
 	parked   atomic.Bool
 	lastLook atomic.Int64
+	// rescueNow: the prober saw an expired grab in this parked queue.
+	rescueNow atomic.Bool
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -104,13 +106,16 @@ func (r *runner) run() {
 		full        bool
 		gatherUntil time.Time
 		// look: grab this round; false when a parked runner woke only for
-		// its rescue or extension (the prober looks for its due jobs).
+		// its extension (the prober looks for its due jobs).
 		look = true
+		// park: the runner waited parked; its rescue is then the prober's
+		// to start (rescueNow), with the other parked queues' at once.
+		park bool
 	)
 	defer timer.Stop()
 	for !r.stopped() {
 		now := time.Now()
-		if now.Sub(lastRescue) >= cfg.RescueInterval {
+		if r.rescueNow.Swap(false) || !park && now.Sub(lastRescue) >= cfg.RescueInterval {
 			// Extend this node's grabs first: after an outage longer than the
 			// grab lease, deliveries of this node whose outcome is still being
 			// recorded (by this runner or one it replaced) must not be
@@ -192,9 +197,11 @@ func (r *runner) run() {
 		// Parked: no due backlog is known, so the prober looks for due
 		// jobs, for this queue and every other idle one with one query.
 		// A throttled queue polls itself, to keep its token bucket.
-		park := !full && backoff == 0 && q.MaxDispatchesPerSecond == nil
+		park = !full && backoff == 0 && q.MaxDispatchesPerSecond == nil
 		if park {
-			wait = cfg.RescueInterval
+			wait = time.Hour
+		} else {
+			wait = min(wait, cfg.RescueInterval-time.Since(lastRescue))
 		}
 		if backoff > 0 {
 			// The database is away: back off instead of polling.
@@ -203,7 +210,6 @@ func (r *runner) run() {
 		}
 		// Wake for a new job, a free worker slot (when all were busy), the
 		// poll, or the next extension or rescue.
-		wait = min(wait, cfg.RescueInterval-time.Since(lastRescue))
 		if r.inflight.Load() > 0 {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}

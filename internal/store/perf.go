@@ -23,6 +23,10 @@ type Probe interface {
 	// the database's clock), in any order. Its cost grows with the number
 	// of queues, not with their jobs.
 	JobsDue(ctx context.Context, queues []string) ([]string, error)
+	// JobsExpired returns those of queues that hold a grab whose
+	// grabbed_until has passed (as JobsRescue sees it), in any order: the
+	// queues whose rescue has something to do.
+	JobsExpired(ctx context.Context, queues []string) ([]string, error)
 }
 
 // JobsInsertGrabbedParams are the arguments of Store.JobsInsertGrabbed.

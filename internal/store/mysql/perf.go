@@ -32,8 +32,36 @@ func jobsDueSQL(n int) string {
 			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
 }
 
+// jobsExpiredSQL names the queues, of n given, that hold an expired grab;
+// a queue's grabs are its deliveries in flight, few.
+func jobsExpiredSQL(n int) string {
+	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
+		WHERE q.name IN (` + placeholders(n) + `) AND EXISTS (
+			SELECT 1 FROM jobs j FORCE INDEX (jobs_list)
+			WHERE j.queue_name = q.name AND j.state = 'grabbed' AND j.grabbed_until < NOW(6))`
+}
+
 // JobsDue returns those of queues that hold a waiting job due now.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
+	}
+	return expired, nil
+}
+
+// queueNames runs query(len(queues)) with the queues as arguments and
+// returns the names it selects.
+func (s *Store) queueNames(ctx context.Context, query func(n int) string, queues []string) ([]string, error) {
 	if len(queues) == 0 {
 		return nil, nil
 	}
@@ -41,10 +69,10 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 	for i, q := range queues {
 		args[i] = q
 	}
-	var due []string
+	var names []string
 	err := retry(ctx, func() error {
-		due = due[:0]
-		rows, err := s.db.QueryContext(ctx, jobsDueSQL(len(queues)), args...)
+		names = names[:0]
+		rows, err := s.db.QueryContext(ctx, query(len(queues)), args...)
 		if err != nil {
 			return err
 		}
@@ -54,12 +82,9 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 			if err := rows.Scan(&q); err != nil {
 				return err
 			}
-			due = append(due, q)
+			names = append(names, q)
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
-	}
-	return due, nil
+	return names, mapErr(err)
 }

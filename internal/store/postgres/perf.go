@@ -28,6 +28,11 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 const JobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
 
+// jobsExpiredSQL names the queues of $1 that hold an expired grab; a
+// queue's grabs are its deliveries in flight, few.
+const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[]) AS q
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND grabbed_until <= now())`
+
 // JobsDue returns those of queues that hold a waiting job due now.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
 	if len(queues) == 0 {
@@ -38,4 +43,16 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 		return nil, wrap(err, "look for due jobs in %d queues", len(queues))
 	}
 	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	expired, err := queryRows(ctx, s, pgx.RowTo[string], jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, wrap(err, "look for expired grabs in %d queues", len(queues))
+	}
+	return expired, nil
 }

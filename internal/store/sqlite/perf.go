@@ -20,31 +20,53 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 const jobsDueSQL = `/* rowq:jobs.due */ SELECT q.value FROM json_each(?) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) <= ?`
 
+// jobsExpiredSQL names the queues of a JSON array that hold a grab expired
+// by the time given; a queue's grabs are its deliveries in flight, few.
+const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q.value FROM json_each(?) AS q
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND grabbed_until < ?)`
+
 // JobsDue returns those of queues that hold a waiting job due now. It reads
 // on a reader connection, so it does not wait for the single writer.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab, reading
+// as JobsDue does.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
+	}
+	return expired, nil
+}
+
+// queueNames runs query with the queues (a JSON array) and now, on a
+// reader connection, and returns the names it selects.
+func (s *Store) queueNames(ctx context.Context, query string, queues []string) ([]string, error) {
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	names, err := json.Marshal(queues)
+	list, err := json.Marshal(queues)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, jobsDueSQL, string(names), s.micros())
+	rows, err := s.r.QueryContext(ctx, query, string(list), s.micros())
 	if err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
+		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	var due []string
+	var names []string
 	for rows.Next() {
 		var q string
 		if err := rows.Scan(&q); err != nil {
-			return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
+			return nil, mapErr(err)
 		}
-		due = append(due, q)
+		names = append(names, q)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
-	}
-	return due, nil
+	return names, mapErr(rows.Err())
 }

@@ -13,6 +13,43 @@ import (
 var perfTests = []conformanceTest{
 	{"Jobs_InsertGrabbed", testJobsInsertGrabbed},
 	{"Jobs_Due", testJobsDue},
+	{"Jobs_Expired", testJobsExpired},
+}
+
+// testJobsExpired checks the look for expired grabs: it names exactly the
+// queues whose rescue has something to do.
+func testJobsExpired(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	if got := must(s.JobsExpired(ctx, nil))(t); len(got) != 0 {
+		t.Fatalf("JobsExpired of no queues = %v", got)
+	}
+	for _, q := range []string{"empty", "waiting", "held", "lapsed.1"} {
+		putQueue(t, s, q)
+	}
+	insert(t, s, "waiting", 2, 0)
+	insert(t, s, "held", 2, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "held", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
+	insert(t, s, "lapsed.1", 2, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "lapsed.1", Node: "n1", Limit: 1, Lease: 100 * time.Millisecond}))(t)
+
+	all := []string{"empty", "waiting", "held", "lapsed.1", "no-such-queue"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := must(s.JobsExpired(ctx, all))(t)
+		if fmt.Sprint(got) == "[lapsed.1]" {
+			break
+		}
+		if len(got) != 0 || time.Now().After(deadline) {
+			t.Fatalf("JobsExpired(%v) = %v, want [lapsed.1] once its grab's 100ms lease has passed", all, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := must(s.JobsRescue(ctx, "lapsed.1"))(t); n != 1 {
+		t.Fatalf("JobsRescue(lapsed.1) = %d, want 1", n)
+	}
+	if got := must(s.JobsExpired(ctx, all))(t); len(got) != 0 {
+		t.Fatalf("after the rescue, JobsExpired = %v, want none", got)
+	}
 }
 
 // testJobsDue checks the probe of idle queues: it names exactly the queues
