@@ -13,3 +13,6 @@ var (
 	JobsListSQL       = jobsListSQL
 	FailedJobsListSQL = failedJobsListSQL
 )
+
+// JobsDueSQL is the look for due jobs, for the EXPLAIN test.
+var JobsDueSQL = jobsDueSQL

@@ -6,6 +6,7 @@ import "github.com/jackc/pgx/v5/pgxpool"
 const (
 	GrabSelectSQL = grabSelectSQL
 	ClaimSQL      = claimSQL
+	JobsDueSQL    = jobsDueSQL
 )
 
 // Pool returns the store's connection pool.

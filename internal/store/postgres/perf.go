@@ -22,10 +22,10 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	return ids, nil
 }
 
-// JobsDueSQL names the queues of $1 whose earliest waiting job is due: for
+// jobsDueSQL names the queues of $1 whose earliest waiting job is due: for
 // each, the subquery reads one entry of jobs_list (queue_name, state,
 // next_try, id), however many jobs wait.
-const JobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
+const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
 
 // jobsExpiredSQL names the queues of $1 that hold an expired grab; a
@@ -38,7 +38,7 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	due, err := queryRows(ctx, s, pgx.RowTo[string], JobsDueSQL, queues)
+	due, err := queryRows(ctx, s, pgx.RowTo[string], jobsDueSQL, queues)
 	if err != nil {
 		return nil, wrap(err, "look for due jobs in %d queues", len(queues))
 	}

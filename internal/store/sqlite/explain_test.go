@@ -2,24 +2,48 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// The EXPLAIN tests: each query that must not grow with the data walks its
+// index in order, with no temporary B-tree (a sort).
+
 func TestGrab_UsesFetchIndexWithoutSort(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "x.db"))
+	checkPlan(t, openExplain(t), "grab", grabSelectSQL, "jobs_fetch", nil, nil, "q", 0, 10)
+}
+
+func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
+	t.Parallel()
+	checkPlan(t, openExplain(t), "due schedules", dueSQL, "schedules_due", 0, 100)
+}
+
+// TestJobsDue_ReadsOneEntryPerQueue: per queue, jobs_list in index order.
+func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
+	checkPlan(t, openExplain(t), "due jobs", jobsDueSQL, "jobs_list", `["q0","q1"]`, 0)
+}
+
+// openExplain opens a migrated store in a temporary directory.
+func openExplain(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir() + "/x.db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ctx := context.Background()
-	if err := s.Migrate(ctx); err != nil {
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+grabSelectSQL, nil, nil, "q", 0, 10)
+	return s
+}
+
+// checkPlan fails the test unless EXPLAIN QUERY PLAN of query uses index
+// and no temporary B-tree.
+func checkPlan(t *testing.T, s *Store, name, query, index string, args ...any) {
+	t.Helper()
+	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	defer rows.Close()
 	var plan []string
@@ -31,8 +55,10 @@ func TestGrab_UsesFetchIndexWithoutSort(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	got := strings.Join(plan, "; ")
-	if !strings.Contains(got, "INDEX jobs_fetch") || strings.Contains(got, "TEMP B-TREE") {
-		t.Fatalf("grab plan = %q, want the jobs_fetch index and no sort", got)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan, "; "); !strings.Contains(got, "INDEX "+index) || strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("%s: plan = %q, want the %s index and no sort", name, got, index)
 	}
 }

@@ -1,10 +1,7 @@
 package sqlite
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rowq/rowq/internal/store"
@@ -13,35 +10,10 @@ import (
 // TestInspect_ListingsWalkIndexesWithoutSort checks the plans of every
 // listing query: each walks its index in order with no temporary B-tree.
 func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openExplain(t)
 	check := func(name, query, index string, args ...any) {
 		t.Helper()
-		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		defer rows.Close()
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		got := strings.Join(plan, "; ")
-		if !strings.Contains(got, "INDEX "+index) || strings.Contains(got, "TEMP B-TREE") {
-			t.Errorf("%s: plan = %q, want the %s index and no sort", name, got, index)
-		}
+		checkPlan(t, s, name, query, index, args...)
 	}
 	for _, kind := range []string{store.JobsGrabbed, store.JobsWaiting, store.JobsDeferred} {
 		for _, desc := range []bool{false, true} {

@@ -1,0 +1,47 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/mysql"
+)
+
+// TestJobsDue_ReadsOneEntryPerQueue checks the plan of the look for due
+// jobs: per queue, one entry of jobs_list in index order, however many
+// jobs wait (an EXISTS would become a semi-join reading every due job).
+func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(ctx, t)
+	for i := range 3 {
+		if _, err := s.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: 200, MaxWorkers: 10}); err != nil {
+			t.Fatal(err)
+		}
+		ps := make([]*store.JobInsertParams, 500)
+		for k := range ps {
+			ps[k] = &store.JobInsertParams{Queue: fmt.Sprintf("q%d", i), Category: "c", URL: "http://w/", RunAfter: time.Duration(k%2) * time.Hour}
+		}
+		if _, err := s.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs, queues"); err != nil {
+		t.Fatal(err)
+	}
+	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.JobsDueSQL(3), "q0", "q1", "q2")
+	var sub map[string]string
+	for _, row := range plan {
+		if row["table"] == "j" {
+			sub = row
+		}
+	}
+	if sub == nil || sub["select_type"] != "DEPENDENT SUBQUERY" || sub["key"] != "jobs_list" || strings.Contains(sub["Extra"], "filesort") {
+		t.Fatalf("jobs are not read as a dependent subquery on jobs_list without a sort: %v", plan)
+	}
+}
