@@ -47,26 +47,7 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 	// separated by |) in order, with no sort.
 	check := func(name, query, indexes string, args ...any) {
 		t.Helper()
-		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
-				t.Fatal(err)
-			}
-			rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var plan strings.Builder
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				plan.WriteString(line + "\n")
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			p := plan.String()
+		for mode, p := range plans(ctx, t, conn, query, args...) {
 			walks := false
 			for _, index := range strings.Split(indexes, "|") {
 				walks = walks || strings.Contains(p, "Index Scan using "+index) || strings.Contains(p, "Index Scan Backward using "+index)

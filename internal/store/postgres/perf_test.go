@@ -26,26 +26,8 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+postgres.JobsDueSQL, []string{"q0", "q1", "q2"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if p := plan.String(); !strings.Contains(p, "jobs_list") || !strings.Contains(p, "Limit") || strings.Contains(p, "Sort") {
+	for mode, p := range plans(ctx, t, conn, postgres.JobsDueSQL, []string{"q0", "q1", "q2"}) {
+		if !strings.Contains(p, "jobs_list") || !strings.Contains(p, "Limit") || strings.Contains(p, "Sort") {
 			t.Errorf("%s: the look does not read one jobs_list entry per queue:\n%s", mode, p)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/postgres"
@@ -89,11 +91,24 @@ func TestJobsGrab_UsesFetchIndex(t *testing.T) {
 	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
 		t.Fatal(err)
 	}
+	for mode, p := range plans(ctx, t, conn, postgres.GrabSelectSQL, "q", 10) {
+		if !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Sort") {
+			t.Errorf("%s: grab plan does not walk jobs_fetch without a sort:\n%s", mode, p)
+		}
+	}
+}
+
+// plans returns the EXPLAIN of query by plan_cache_mode: as a custom plan
+// for these arguments, and as the generic plan a prepared statement may
+// settle on.
+func plans(ctx context.Context, t *testing.T, conn *pgxpool.Conn, query string, args ...any) map[string]string {
+	t.Helper()
+	out := map[string]string{}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+postgres.GrabSelectSQL, "q", 10)
+		rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,10 +123,9 @@ func TestJobsGrab_UsesFetchIndex(t *testing.T) {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if p := plan.String(); !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Sort") {
-			t.Errorf("%s: grab plan does not walk jobs_fetch without a sort:\n%s", mode, p)
-		}
+		out[mode] = plan.String()
 	}
+	return out
 }
 
 // A claim that waits on another node's uncommitted claim must not take the

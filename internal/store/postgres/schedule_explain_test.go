@@ -28,26 +28,8 @@ func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
 	if _, err := conn.Exec(ctx, "ANALYZE schedules"); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+postgres.DueSQL, time.Now(), 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if p := plan.String(); !strings.Contains(p, "schedules_due") || strings.Contains(p, "Sort") {
+	for mode, p := range plans(ctx, t, conn, postgres.DueSQL, time.Now(), 100) {
+		if !strings.Contains(p, "schedules_due") || strings.Contains(p, "Sort") {
 			t.Errorf("%s: due plan does not walk schedules_due without a sort:\n%s", mode, p)
 		}
 	}
