@@ -3,7 +3,9 @@
 // runner per queue it leads: the runner grabs due jobs in batches (at most
 // max_workers in flight), POSTs each to its worker, and acknowledges,
 // retries or fails it by the worker's answer. It also extends its grabs
-// while deliveries run and rescues grabs whose holder vanished.
+// while deliveries run and rescues grabs whose holder vanished. A runner
+// with nothing to do parks, and one prober per node looks for work in all
+// parked queues at once (probe.go).
 //
 // Exclusion does not rest on leadership alone: a job is grabbed by one
 // atomic statement and every acknowledgement is guarded by the holder's
