@@ -21,9 +21,10 @@ import (
 // parked queues hold an expired grab (store.JobsExpired), and only their
 // runners rescue.
 
-// probeMaxTick bounds the prober's sleep, so that a queue parked while it
-// sleeps is looked at no later than this after its polling_interval. A
-// tick with nothing to look at reads no database.
+// probeMaxTick bounds the prober's sleep. It sleeps at most the shortest
+// polling_interval of the queues it may have to look at, so a queue that
+// parks is looked at within about its interval; a tick with nothing to
+// look at reads no database.
 const probeMaxTick = 100 * time.Millisecond
 
 func (d *Dispatcher) probe() {
@@ -89,10 +90,16 @@ func (d *Dispatcher) probeOnce() time.Duration {
 	d.mu.Lock()
 	for _, r := range d.runners {
 		q := r.settings.Load()
-		if !r.parked.Load() || q.Paused {
+		if q.Paused {
 			continue
 		}
 		interval := time.Duration(q.PollingInterval) * time.Millisecond
+		if !r.parked.Load() {
+			// Awake now, it may park any moment: be back within its
+			// interval.
+			next = min(next, interval)
+			continue
+		}
 		// Looks falling due within half an interval go together, so that
 		// queues with the same interval share one query.
 		if wait := time.Unix(0, r.lastLook.Load()).Add(interval).Sub(now); wait <= interval/2 {

@@ -22,7 +22,8 @@ func steadyLeader(c *config.Config) { c.NodeTTL = 10 * time.Second }
 
 // TestHandoff_JobIsGrabbedWhenAnswered checks that hand-off happens: on an
 // idle queue led by the node that accepts the job, the job is already
-// grabbed by that node when the enqueue is answered.
+// grabbed by that node when the enqueue is answered, also while grabs run
+// for jobs that came another way.
 func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
@@ -31,15 +32,43 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 			}
 			return 200, `{"status":"success"}`, 0
 		})
-		// A look for due jobs every millisecond (the prober's, while the
-		// runner is parked): hand-offs go on between them.
 		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
-		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10, "polling_interval": 1})
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 20, "polling_interval": 1})
 		// A first job, delivered, shows that the node leads q and its
 		// dispatcher has looked for work.
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "warm-up"})
 		testworker.WaitFor(t, 30*time.Second, "the warm-up job's delivery", func() bool { return w.Count(`warm-up`) == 1 })
-		for i := range 5 {
+
+		// Meanwhile jobs arrive as from another node, straight into the
+		// database, one at a time (each once the last is delivered, so no
+		// backlog forms and hand-off stays on): the look every millisecond
+		// finds each and the runner grabs it, so grabs run while the held
+		// jobs are enqueued. A grab must leave worker slots to the
+		// hand-offs.
+		stop := make(chan struct{})
+		var trickled atomic.Int64
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				n := trickled.Load()
+				j := &store.JobInsertParams{Queue: "q", Category: "cat", URL: w.URL, Payload: []byte(fmt.Sprintf(`"trickle-%d"`, n)), Timeout: 10}
+				if _, err := s.Store().JobsInsert(context.Background(), []*store.JobInsertParams{j}); err != nil {
+					t.Error(err)
+					return
+				}
+				trickled.Add(1)
+				for w.Count(fmt.Sprintf("trickle-%d", n)) == 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}
+		})
+		const held = 10
+		for i := range held {
+			time.Sleep(10 * time.Millisecond)
 			id := push(t, s, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("held-%d", i)})
 			j, err := s.Store().JobGet(context.Background(), "q", id)
 			if err != nil {
@@ -49,7 +78,10 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 				t.Errorf("job %d right after its enqueue: state %q grabbed by %q, want grabbed by this node %q", id, j.State, j.GrabbedBy, s.NodeID())
 			}
 		}
-		testworker.WaitFor(t, 30*time.Second, "the held jobs' deliveries", func() bool { return w.Answered() == 6 })
+		close(stop)
+		wg.Wait()
+		t.Logf("%d jobs trickled in while %d were handed off", trickled.Load(), held)
+		testworker.WaitFor(t, 30*time.Second, "every delivery", func() bool { return w.Answered() == 1+held+int(trickled.Load()) })
 	})
 }
 
