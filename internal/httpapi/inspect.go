@@ -285,14 +285,17 @@ func pathID(r *http.Request) (int64, error) {
 }
 
 func (a *API) getJob(r *http.Request) (any, error) {
-	return a.oneJob(r, a.cfg.Store.JobGet)
+	return one(a, r, "job", a.cfg.Store.JobGet, toJobJSON)
 }
 
 func (a *API) deleteJob(r *http.Request) (any, error) {
-	return a.oneJob(r, a.cfg.Store.JobDelete)
+	return one(a, r, "job", a.cfg.Store.JobDelete, toJobJSON)
 }
 
-func (a *API) oneJob(r *http.Request, op func(context.Context, string, int64) (*store.Job, error)) (any, error) {
+// one answers a request for one entry of an existing queue by the id in
+// the path: op reads (or deletes) it, toJSON shapes the answer, and what
+// names it in a 404.
+func one[T, J any](a *API, r *http.Request, what string, op func(context.Context, string, int64) (T, error), toJSON func(T) J) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
@@ -301,11 +304,11 @@ func (a *API) oneJob(r *http.Request, op func(context.Context, string, int64) (*
 	if err != nil {
 		return nil, err
 	}
-	j, err := op(r.Context(), queue, id)
+	v, err := op(r.Context(), queue, id)
 	if err != nil {
-		return nil, notFound(err, "queue %q has no job %d", queue, id)
+		return nil, notFound(err, "queue %q has no %s %d", queue, what, id)
 	}
-	return toJobJSON(j), nil
+	return toJSON(v), nil
 }
 
 // listFailed answers GET /queue/{name}/failed: newest first, by failure
@@ -359,25 +362,9 @@ func (a *API) listFailed(r *http.Request) (any, error) {
 }
 
 func (a *API) getFailed(r *http.Request) (any, error) {
-	return a.oneFailed(r, a.cfg.Store.FailedJobGet)
+	return one(a, r, "failed job", a.cfg.Store.FailedJobGet, toFailedJSON)
 }
 
 func (a *API) deleteFailed(r *http.Request) (any, error) {
-	return a.oneFailed(r, a.cfg.Store.FailedJobDelete)
-}
-
-func (a *API) oneFailed(r *http.Request, op func(context.Context, string, int64) (*store.FailedJob, error)) (any, error) {
-	id, err := pathID(r)
-	if err != nil {
-		return nil, err
-	}
-	queue, err := a.existingQueue(r.Context(), r)
-	if err != nil {
-		return nil, err
-	}
-	f, err := op(r.Context(), queue, id)
-	if err != nil {
-		return nil, notFound(err, "queue %q has no failed job %d", queue, id)
-	}
-	return toFailedJSON(f), nil
+	return one(a, r, "failed job", a.cfg.Store.FailedJobDelete, toFailedJSON)
 }
