@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -64,9 +65,7 @@ func (d *Dispatcher) rescueParked() {
 	if len(parked) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	expired, err := d.cfg.Store.JobsExpired(ctx, parked)
+	expired, err := inChunks(parked, d.cfg.Store.JobsExpired)
 	if err != nil {
 		d.log.Debug("look for expired grabs failed; the parked runners rescue", "err", err)
 		expired = parked
@@ -117,9 +116,7 @@ func (d *Dispatcher) probeOnce() time.Duration {
 	for i, r := range look {
 		names[i] = r.name
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	due, err := d.cfg.Store.JobsDue(ctx, names)
+	due, err := inChunks(names, d.cfg.Store.JobsDue)
 	if err != nil {
 		// Wake them all: each grabs, and backs off on its own if the
 		// database is away.
@@ -138,4 +135,24 @@ func (d *Dispatcher) probeOnce() time.Duration {
 	}
 	d.mu.Unlock()
 	return max(next, time.Millisecond)
+}
+
+// probeChunk bounds the queue names one look sends, so that a node leading
+// very many queues sends several statements of bounded size.
+const probeChunk = 1000
+
+// inChunks runs look on names probeChunk at a time and gathers the names
+// it returns.
+func inChunks(names []string, look func(context.Context, []string) ([]string, error)) ([]string, error) {
+	var out []string
+	for chunk := range slices.Chunk(names, probeChunk) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		got, err := look(ctx, chunk)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
