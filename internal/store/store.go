@@ -110,6 +110,10 @@ type Store interface {
 	// JobsComplete deletes the given jobs where they are still grabbed by
 	// p.Node, and returns how many it deleted.
 	JobsComplete(ctx context.Context, p *JobsCompleteParams) (int64, error)
+	// JobsRelease puts the given jobs, where they are still grabbed by
+	// p.Node, back to waiting as they were (fail_count and next_try
+	// unchanged), and returns how many it put back.
+	JobsRelease(ctx context.Context, p *JobsReleaseParams) (int64, error)
 	// JobRetry puts a job grabbed by p.Node back to waiting with
 	// fail_count + 1 and next_try = now + p.Delay; ErrNotFound if the job is
 	// not grabbed by p.Node.
@@ -221,6 +225,12 @@ type JobsExtendParams struct {
 
 // JobsCompleteParams are the arguments of Store.JobsComplete.
 type JobsCompleteParams struct {
+	Node string
+	IDs  []int64
+}
+
+// JobsReleaseParams are the arguments of Store.JobsRelease.
+type JobsReleaseParams struct {
 	Node string
 	IDs  []int64
 }

@@ -268,6 +268,30 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	return n, nil
 }
 
+// JobsRelease puts the given jobs, where still grabbed by p.Node, back to
+// waiting, and returns how many it put back.
+func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
+	if len(p.IDs) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(p.IDs)+1)
+	for _, id := range p.IDs {
+		args = append(args, id)
+	}
+	args = append(args, p.Node)
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.release */
+			UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+			WHERE id IN (`+placeholders(len(p.IDs))+`) AND state = 'grabbed' AND grabbed_by = ?`, args...))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
+	}
+	return n, nil
+}
+
 // JobRetry puts a job grabbed by p.Node back to waiting with fail_count + 1
 // and next_try = NOW(6) + p.Delay, or returns store.ErrNotFound.
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {

@@ -175,6 +175,22 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	return n, nil
 }
 
+// JobsRelease puts the given jobs, where still grabbed by p.Node, back to
+// waiting, and returns how many it put back.
+func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
+	if len(p.IDs) == 0 {
+		return 0, nil
+	}
+	n, err := s.exec(ctx, `/* rowq:jobs.release */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+		WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
+		p.IDs, p.Node)
+	if err != nil {
+		return 0, wrap(err, "release %d jobs of node %q", len(p.IDs), p.Node)
+	}
+	return n, nil
+}
+
 // JobRetry puts a job grabbed by p.Node back to waiting with fail_count + 1
 // and next_try = now + p.Delay; store.ErrNotFound if p.Node does not hold it.
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {

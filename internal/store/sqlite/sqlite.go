@@ -504,6 +504,27 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	return n, nil
 }
 
+// JobsRelease puts the given jobs, where still grabbed by p.Node, back to
+// waiting, and returns how many it put back.
+func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
+	if len(p.IDs) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(p.IDs)+1)
+	args = append(args, p.Node)
+	for _, id := range p.IDs {
+		args = append(args, id)
+	}
+	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.release */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+		WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?`+strings.Repeat(", ?", len(p.IDs)-1)+`)`, args...)
+	n, err := affected(res, err)
+	if err != nil {
+		return 0, fmt.Errorf("release %d jobs: %w", len(p.IDs), err)
+	}
+	return n, nil
+}
+
 // JobRetry puts a held job back to waiting after a delay.
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.retry */

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Jobs_GrabSkipsDeferredAndOtherQueues", testJobsGrabSkipsDeferred},
 		{"Jobs_GrabConcurrentNoDuplicates", testJobsGrabConcurrent},
 		{"Jobs_CompleteOnlyByHolder", testJobsComplete},
+		{"Jobs_ReleaseOnlyByHolder", testJobsRelease},
 		{"Jobs_Retry", testJobsRetry},
 		{"Jobs_Fail", testJobsFail},
 		{"Jobs_ExtendAndRescue", testJobsExtendAndRescue},
@@ -383,6 +384,34 @@ func testJobsComplete(t *testing.T, s store.Store) {
 	must(s.JobGet(ctx, "q", ids[3]))(t)
 	if n := must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: nil}))(t); n != 0 {
 		t.Fatalf("JobsComplete(nil) = %d", n)
+	}
+}
+
+func testJobsRelease(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	ids := insert(t, s, "q", 4, 0)
+	grabbed := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 3, Lease: time.Minute}))(t)
+	// ids[3] is still waiting: releasing it changes nothing, nor may
+	// another node release n1's jobs.
+	if n := must(s.JobsRelease(ctx, &store.JobsReleaseParams{Node: "n2", IDs: ids}))(t); n != 0 {
+		t.Fatalf("JobsRelease by non-holder released %d", n)
+	}
+	if n := must(s.JobsRelease(ctx, &store.JobsReleaseParams{Node: "n1", IDs: ids}))(t); n != 3 {
+		t.Fatalf("JobsRelease released %d, want 3", n)
+	}
+	for i, g := range grabbed {
+		j := must(s.JobGet(ctx, "q", g.ID))(t)
+		if j.State != store.StateWaiting || j.GrabbedBy != "" || j.GrabbedTil != nil || j.FailCount != 0 || !j.NextTry.Equal(g.NextTry) {
+			t.Fatalf("released job %d = %+v, want waiting as before its grab (next_try %v, fail_count 0)", i, j, g.NextTry)
+		}
+	}
+	// Released jobs are due again, in their old order.
+	again := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n2", Limit: 10, Lease: time.Minute}))(t)
+	if got, want := jobIDs(again), ids; !slices.Equal(got, want) {
+		t.Fatalf("grab after release = %v, want %v", got, want)
+	}
+	if n := must(s.JobsRelease(ctx, &store.JobsReleaseParams{Node: "n1", IDs: nil}))(t); n != 0 {
+		t.Fatalf("JobsRelease(nil) = %d", n)
 	}
 }
 
