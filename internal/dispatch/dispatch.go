@@ -35,13 +35,6 @@ import (
 // short of free slots flushes the acknowledgements at once (takeSlots).
 const ackGap = 6 * time.Millisecond
 
-// gatherWindow bounds how long a runner draining a backlog waits for more
-// worker slots to come free before its next grab, when fewer than half are
-// free: a larger grab costs the database less per job (a transaction and
-// its commit are shared by more jobs), and a queue whose workers are slow
-// loses at most this much of its free slots' time per grab.
-const gatherWindow = 5 * time.Millisecond
-
 // Config configures a Dispatcher. Zero durations and sizes take the
 // defaults noted.
 type Config struct {

@@ -65,6 +65,11 @@ func (r *runner) releaseSlots(n int64) {
 		return
 	}
 	r.inflight.Add(-n)
+	r.signalFreed()
+}
+
+// signalFreed wakes the loop: a slot is free, or the read-ahead runs low.
+func (r *runner) signalFreed() {
 	select {
 	case r.freed <- struct{}{}:
 	default:
@@ -149,8 +154,7 @@ func (d *Dispatcher) Reserve(queue string) (deliver func(*store.Job), release fu
 			d.cfg.Stats.Popped(queue, 1)
 			go func() {
 				defer r.wg.Done()
-				defer r.releaseSlots(1)
-				r.process(j)
+				r.work(j)
 			}()
 		})
 	}

@@ -37,6 +37,7 @@ type runner struct {
 	lastLook atomic.Int64
 	// rescueNow: the prober saw an expired grab in this parked queue.
 	rescueNow atomic.Bool
+	ahead     readAhead
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -101,10 +102,8 @@ func (r *runner) run() {
 		backoff    time.Duration
 		timer      = time.NewTimer(time.Hour)
 		// full: the last grab took all it asked for, so more jobs are
-		// likely due; gatherUntil: while so, when to stop waiting for
-		// more free slots before the next grab.
-		full        bool
-		gatherUntil time.Time
+		// likely due: read ahead.
+		full bool
 		// look: grab this round; false when a parked runner woke only for
 		// its extension (the prober looks for its due jobs).
 		look = true
@@ -122,51 +121,65 @@ func (r *runner) run() {
 			// rescued and delivered a second time. With none, an idle
 			// queue's rescue is its only statement.
 			lastRescue = now
-			if r.inflight.Load() > 0 || r.d.finishing(r.name) {
+			if r.inflight.Load() > 0 || r.ahead.len() > 0 || r.d.finishing(r.name) {
 				lastExtend = now
 				r.extend()
 			}
 			r.rescue()
 		}
-		if r.inflight.Load() > 0 && now.Sub(lastExtend) >= cfg.GrabLease/3 {
+		if (r.inflight.Load() > 0 || r.ahead.len() > 0) && now.Sub(lastExtend) >= cfg.GrabLease/3 {
 			lastExtend = now
 			r.extend()
 		}
 		q := r.settings.Load()
+		if q.Paused && r.ahead.len() > 0 {
+			r.giveBack()
+		}
 		free := int64(q.MaxWorkers) - r.inflight.Load()
+		if free > 0 && !q.Paused && r.ahead.len() > 0 {
+			// Deliveries ended and found the read-ahead empty before this
+			// grab refilled it: start its jobs in their slots.
+			n := int(r.takeSlots(free))
+			jobs := r.ahead.take(n)
+			r.releaseSlots(int64(n - len(jobs)))
+			r.start(jobs)
+			free -= int64(len(jobs))
+		}
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if free > 0 && !q.Paused && look {
-			n := min(int(free), cfg.BatchSize)
+		if !q.Paused && look {
 			tb := r.throttle(q, now)
+			// While draining a backlog, grab ahead of the free slots
+			// (ahead.go); refill once half the read-ahead is gone.
+			ahead, have := 0, r.ahead.len()
+			if full && tb == nil {
+				ahead = min(int(q.MaxWorkers), cfg.BatchSize)
+			}
+			slots := int(max(free, 0))
+			n := min(slots+ahead-have, cfg.BatchSize)
 			if tb != nil {
 				n = min(n, tb.available(now))
 			}
-			gather := full && tb == nil && n < min(int(q.MaxWorkers+1)/2, cfg.BatchSize)
-			if gather && gatherUntil.IsZero() {
-				gatherUntil = now.Add(gatherWindow)
-				r.d.complete.Flush() // their commits free the slots
-			}
 			switch {
-			case n == 0:
+			case slots > 0 && n <= 0 && tb != nil:
 				// Throttled: wait for the next token (or the poll).
 				wait = min(wait, tb.untilNext(now))
-			case gather && now.Before(gatherUntil):
-				// Draining a backlog: wait a moment for more slots to free,
-				// so that the next grab is larger.
-				wait = min(wait, gatherUntil.Sub(now))
+			case n <= 0 || have > ahead/2:
+				// No free slot, and the read-ahead is full enough.
 			default:
-				gatherUntil = time.Time{}
 				gen, idle := r.grabStart()
-				if idle {
+				mine := min(n, slots) // the jobs to start now, in free slots
+				if idle && mine > 0 {
 					// No due backlog is known, so this grab is a poll or
 					// follows a wake-up and will find few jobs: leave half
 					// the free slots to the hand-offs that arrive while it
 					// runs. Taking them all would send those jobs waiting,
 					// each waking the runner for another such grab.
-					n = max(1, n/2)
+					n -= mine - max(1, mine/2)
+					mine = max(1, mine/2)
 				}
-				n = int(r.takeSlots(int64(n)))
-				if n == 0 {
+				took := int(r.takeSlots(int64(mine)))
+				n -= mine - took
+				if n <= 0 {
 					r.grabbed(false, gen)
 					continue // hand-offs took the free slots meanwhile
 				}
@@ -175,7 +188,10 @@ func (r *runner) run() {
 				if tb != nil {
 					tb.take(len(jobs))
 				}
-				r.releaseSlots(int64(n - len(jobs)))
+				started := min(len(jobs), took)
+				r.releaseSlots(int64(took - started))
+				r.start(jobs[:started])
+				r.ahead.add(jobs[started:], ahead/2)
 				r.grabbed(err == nil && len(jobs) < n, gen)
 				full = err == nil && len(jobs) == n
 				switch {
@@ -185,12 +201,10 @@ func (r *runner) run() {
 				case len(jobs) == n:
 					backoff = 0
 					r.storeOK()
-					r.start(jobs)
 					continue // more may be due
 				default:
 					backoff = 0
 					r.storeOK()
-					r.start(jobs)
 				}
 			}
 		}
@@ -210,12 +224,14 @@ func (r *runner) run() {
 		}
 		// Wake for a new job, a free worker slot (when all were busy), the
 		// poll, or the next extension or rescue.
-		if r.inflight.Load() > 0 {
+		if r.inflight.Load() > 0 || r.ahead.len() > 0 {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
-		if free <= 0 || !gatherUntil.IsZero() {
+		if free <= 0 || r.ahead.len() > 0 {
 			freed = r.freed
+		}
+		if free <= 0 && r.ahead.len() == 0 {
 			r.d.complete.Flush() // slots come free as acknowledgements commit
 		}
 		timer.Reset(max(wait, time.Millisecond))
@@ -236,6 +252,7 @@ func (r *runner) run() {
 			}
 		}
 	}
+	r.giveBack()
 	r.drain(lastExtend)
 }
 
@@ -291,10 +308,7 @@ func (r *runner) extend() {
 // grab.
 func (r *runner) start(jobs []*store.Job) {
 	for _, j := range jobs {
-		r.wg.Go(func() {
-			defer r.releaseSlots(1)
-			r.process(j)
-		})
+		r.wg.Go(func() { r.work(j) })
 	}
 }
 
