@@ -38,9 +38,8 @@ type handoffState struct {
 }
 
 // takeSlots takes up to n free worker slots and returns how many it took.
-// When that leaves fewer than a quarter of the slots free, it flushes the
-// pending acknowledgements, whose jobs hold slots until they commit
-// (ackGap).
+// Finding none, it flushes the pending acknowledgements, whose jobs hold
+// slots until they commit (runner.ack).
 func (r *runner) takeSlots(n int64) int64 {
 	max := int64(r.settings.Load().MaxWorkers)
 	for {
@@ -51,9 +50,6 @@ func (r *runner) takeSlots(n int64) int64 {
 			return 0
 		}
 		if r.inflight.CompareAndSwap(cur, cur+take) {
-			if 4*(max-cur-take) < max {
-				r.d.complete.Flush()
-			}
 			return take
 		}
 	}

@@ -38,6 +38,7 @@ type runner struct {
 	// rescueNow: the prober saw an expired grab in this parked queue.
 	rescueNow atomic.Bool
 	ahead     readAhead
+	acking    atomic.Int64 // deliveries waiting for their acknowledgement
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -231,9 +232,6 @@ func (r *runner) run() {
 		if free <= 0 || r.ahead.len() > 0 {
 			freed = r.freed
 		}
-		if free <= 0 && r.ahead.len() == 0 {
-			r.d.complete.Flush() // slots come free as acknowledgements commit
-		}
 		timer.Reset(max(wait, time.Millisecond))
 		r.parked.Store(park)
 		look = true
@@ -312,6 +310,21 @@ func (r *runner) start(jobs []*store.Job) {
 	}
 }
 
+// ack deletes a delivered job with the next spaced DELETE (ackGap). The
+// job's worker slot stays taken until it commits, so that a crash
+// redelivers at most max_workers jobs; when three quarters of the slots
+// wait so, the DELETE goes at once, or a queue with few slots or fast
+// workers would spend its slots' time waiting.
+func (r *runner) ack(ctx context.Context, id int64) error {
+	n := r.acking.Add(1)
+	defer r.acking.Add(-1)
+	if 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
+		r.d.complete.Flush()
+	}
+	_, err := r.d.complete.Do(ctx, id)
+	return err
+}
+
 // process delivers one job and records the outcome: success removes it,
 // a failure with retries left puts it back after the worker's retry_after
 // or else the job's backoff (retryDelay), anything else moves it to the
@@ -332,10 +345,7 @@ func (r *runner) process(j *store.Job) {
 	switch {
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error {
-			_, err := d.complete.Do(ctx, j.ID)
-			return err
-		})
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())
