@@ -248,22 +248,9 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 // JobsComplete deletes the given jobs where they are still grabbed by
 // p.Node, and returns how many it deleted.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	if len(p.IDs) == 0 {
-		return 0, nil
-	}
-	args := make([]any, 0, len(p.IDs)+1)
-	for _, id := range p.IDs {
-		args = append(args, id)
-	}
-	args = append(args, p.Node)
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.complete */
-			DELETE FROM jobs WHERE id IN (`+placeholders(len(p.IDs))+`) AND state = 'grabbed' AND grabbed_by = ?`, args...))
-		return err
-	})
+	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node)
 	if err != nil {
-		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
+		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
 	return n, nil
 }
@@ -271,25 +258,32 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	if len(p.IDs) == 0 {
-		return 0, nil
-	}
-	args := make([]any, 0, len(p.IDs)+1)
-	for _, id := range p.IDs {
-		args = append(args, id)
-	}
-	args = append(args, p.Node)
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.release */
-			UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-			WHERE id IN (`+placeholders(len(p.IDs))+`) AND state = 'grabbed' AND grabbed_by = ?`, args...))
-		return err
-	})
+	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node)
 	if err != nil {
-		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
+		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
 	return n, nil
+}
+
+// execHeld runs stmt on those of ids that node still holds (it appends
+// the WHERE clause) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	args = append(args, node)
+	stmt += ` WHERE id IN (` + placeholders(len(ids)) + `) AND state = 'grabbed' AND grabbed_by = ?`
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, stmt, args...))
+		return err
+	})
+	return n, mapErr(err)
 }
 
 // JobRetry puts a job grabbed by p.Node back to waiting with fail_count + 1

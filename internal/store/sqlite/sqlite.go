@@ -487,17 +487,7 @@ func affected(res sql.Result, err error) (int64, error) {
 
 // JobsComplete deletes jobs the node still holds.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	if len(p.IDs) == 0 {
-		return 0, nil
-	}
-	args := make([]any, 0, len(p.IDs)+1)
-	args = append(args, p.Node)
-	for _, id := range p.IDs {
-		args = append(args, id)
-	}
-	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.complete */
-		DELETE FROM jobs WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?`+strings.Repeat(", ?", len(p.IDs)-1)+`)`, args...)
-	n, err := affected(res, err)
+	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node)
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs: %w", len(p.IDs), err)
 	}
@@ -507,22 +497,27 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	if len(p.IDs) == 0 {
-		return 0, nil
-	}
-	args := make([]any, 0, len(p.IDs)+1)
-	args = append(args, p.Node)
-	for _, id := range p.IDs {
-		args = append(args, id)
-	}
-	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.release */
-		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-		WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?`+strings.Repeat(", ?", len(p.IDs)-1)+`)`, args...)
-	n, err := affected(res, err)
+	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node)
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs: %w", len(p.IDs), err)
 	}
 	return n, nil
+}
+
+// execHeld runs stmt on those of ids that node still holds (it appends
+// the WHERE clause) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, node)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	stmt += ` WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	return affected(s.w.ExecContext(ctx, stmt, args...))
 }
 
 // JobRetry puts a held job back to waiting after a delay.
