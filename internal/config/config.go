@@ -122,7 +122,7 @@ func (c *Config) options() []option {
 		{flag: "dispatch-handoff", env: "ROWQ_DISPATCH_HANDOFF", value: (*boolValue)(&c.DispatchHandoff),
 			usage: "hand a job enqueued on the node that leads its queue straight to its dispatcher when a worker slot is free and nothing is waiting"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
-		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "address peers reach this node at (default: the bound address)"},
+		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
 		{flag: "log-format", env: "ROWQ_LOG_FORMAT", value: (*strValue)(&c.LogFormat), usage: "text or json"},
 	}

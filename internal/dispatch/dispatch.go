@@ -255,15 +255,17 @@ func (d *Dispatcher) finishing(queue string) bool {
 	return d.retiring[queue] > 0
 }
 
-// Wake tells the runner of queue, if this node leads it, that a job is due
-// now.
-func (d *Dispatcher) Wake(queue string) {
+// WakeLocal tells the runner of queue, if this node leads it, that a job
+// is due now, and reports whether this node leads it (internal/notify
+// nudges the leader on another node).
+func (d *Dispatcher) WakeLocal(queue string) bool {
 	d.mu.Lock()
 	r := d.runners[queue]
 	d.mu.Unlock()
 	if r != nil {
 		r.nudge()
 	}
+	return r != nil
 }
 
 // Refresh asks for a leadership cycle now instead of at the next tick, so

@@ -23,10 +23,14 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// Waker is the dispatcher as the API sees it.
+// Waker is the dispatcher as the API sees it (internal/notify).
 type Waker interface {
-	// Wake tells that a queue has a job due now.
+	// Wake tells the queue's leader, on this node or another, that the
+	// queue has a job due now.
 	Wake(queue string)
+	// WakeLocal wakes this node's runner of the queue only, and reports
+	// whether this node leads it.
+	WakeLocal(queue string) bool
 	// Refresh tells that queues changed: claim new ones now.
 	Refresh()
 }
@@ -111,6 +115,7 @@ func (a *API) routes() {
 	a.handle("PUT /queue/{name}", a.putQueue)
 	a.handle("DELETE /queue/{name}", a.deleteQueue)
 	a.handle("GET /queue/{name}/node", a.queueNode)
+	a.handle("POST /queue/{name}/wake", a.wakeQueue)
 
 	a.handle("GET /routings", a.listRoutings)
 	a.handle("GET /routing/{category}", a.getRouting)

@@ -142,3 +142,16 @@ func (a *API) queueNode(r *http.Request) (any, error) {
 	}
 	return map[string]string{"id": n.ID, "host": n.Host}, nil
 }
+
+// wakeQueue is the nudge another node sends when it accepted a job of a
+// queue this node leads (internal/notify): the runner grabs now instead of
+// at its next look. It reads no database, and a node that does not lead
+// the queue passes nothing on.
+func (a *API) wakeQueue(r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	woken := a.cfg.Waker != nil && a.cfg.Waker.WakeLocal(name)
+	return map[string]any{"queue_name": name, "woken": woken}, nil
+}

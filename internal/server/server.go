@@ -21,6 +21,7 @@ import (
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/notify"
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
@@ -135,6 +136,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Stats:           s.stats,
 		Handoff:         cfg.DispatchHandoff,
 	})
+	waker := notify.New(notify.Config{Local: s.disp, Leaders: s.store, Logger: s.log, Node: cfg.NodeID, LeaderTTL: cfg.ConfigRefreshInterval})
 	s.locks = lock.New(lock.Config{Store: s.store, Logger: s.log})
 	s.locks.Start(ctx)
 	s.sched = schedule.New(schedule.Config{
@@ -142,13 +144,13 @@ func (s *Server) Start(ctx context.Context) error {
 		Logger:       s.log,
 		Node:         cfg.NodeID,
 		DefaultQueue: cfg.QueueDefault,
-		Waker:        s.disp,
+		Waker:        waker,
 		MisfireGrace: cfg.ScheduleMisfireGrace,
 	})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
-		Waker:         s.disp,
+		Waker:         waker,
 		DefaultQueue:  cfg.QueueDefault,
 		QueueDefaults: defaults,
 		MaxBodyBytes:  cfg.MaxBodyBytes,

@@ -427,3 +427,30 @@ func TestServer_NewQueueIsClaimedAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce enqueues on the node
+// that does not lead the queue: it nudges the leader, so the job is
+// delivered long before the leader's next look (polling_interval 60 s).
+func TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, nil)
+		url := dbtest.URL(t, dialect)
+		a := startNode(t, url, nil)
+		setupQueue(t, a, "q", "cat", map[string]any{"polling_interval": 60_000})
+		testworker.WaitFor(t, 10*time.Second, "a leader for q", func() bool {
+			code, _ := call(t, a, "GET", "/queue/q/node", nil)
+			return code == 200
+		})
+		b := startNode(t, url, nil)
+		// The first grab of a new runner finds nothing: wait until it parked.
+		time.Sleep(500 * time.Millisecond)
+		for i := range 3 {
+			begin := time.Now()
+			push(t, b, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("j%d", i)})
+			testworker.WaitFor(t, 10*time.Second, "the job enqueued on the other node", func() bool { return w.Distinct() == i+1 })
+			if took := time.Since(begin); took > 3*time.Second {
+				t.Fatalf("job %d took %v to arrive, want well under the 60 s polling interval", i, took)
+			}
+		}
+	})
+}

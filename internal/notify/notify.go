@@ -1,0 +1,187 @@
+// Package notify wakes the dispatcher that leads a queue when one of its
+// jobs becomes due: on this node with a direct call, on another node with
+// a nudge, an HTTP POST /queue/{name}/wake to the leader's advertised
+// address. A job enqueued on any node is then dispatched at once, not at
+// the leader's next look. Polling stays the safety net: a nudge that is
+// lost (the leader just changed, the network dropped it) delays its job by
+// at most the queue's polling_interval.
+package notify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Local is this node's dispatcher.
+type Local interface {
+	// WakeLocal wakes this node's runner of queue and reports whether this
+	// node leads the queue.
+	WakeLocal(queue string) bool
+	// Refresh asks for a leadership cycle now.
+	Refresh()
+	// SetPaused applies a pause or a resume to this node's runner at once.
+	SetPaused(queue string, paused bool)
+}
+
+// Leaders finds the node leading a queue (store.Store does).
+type Leaders interface {
+	QueueLeader(ctx context.Context, queue string) (*store.Node, error)
+}
+
+// Config configures a Nudger.
+type Config struct {
+	Local   Local
+	Leaders Leaders
+	Logger  *slog.Logger
+	// Node is this node's id: a queue this node leads is never nudged
+	// over HTTP.
+	Node string
+	// Client sends the nudges (a short-timeout client by default).
+	Client *http.Client
+	// LeaderTTL is how long a queue's leader is remembered before it is
+	// read again (1s): a nudge per job does not cost a read per job.
+	LeaderTTL time.Duration
+}
+
+// nudgeTimeout bounds one nudge; the poll covers a nudge that fails.
+const nudgeTimeout = time.Second
+
+// Nudger wakes the leader of a queue, wherever it runs.
+type Nudger struct {
+	cfg Config
+
+	mu      sync.Mutex
+	leaders map[string]leader
+	// sending holds the queues a nudge is on its way to; true means
+	// another wake came meanwhile and one more nudge must follow, so that
+	// a busy queue gets one nudge per round trip, not one per job.
+	sending map[string]bool
+}
+
+type leader struct {
+	node, host string
+	read       time.Time
+}
+
+// New returns a Nudger.
+func New(cfg Config) *Nudger {
+	if cfg.LeaderTTL <= 0 {
+		cfg.LeaderTTL = time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: nudgeTimeout}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Nudger{cfg: cfg, leaders: map[string]leader{}, sending: map[string]bool{}}
+}
+
+// Wake tells the leader of queue, on this node or another, that a job is
+// due now. It does not wait for a nudge to arrive.
+func (n *Nudger) Wake(queue string) {
+	if n.cfg.Local.WakeLocal(queue) {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.sending[queue]; ok {
+		n.sending[queue] = true
+		return
+	}
+	n.sending[queue] = false
+	go n.send(queue)
+}
+
+// WakeLocal wakes this node's runner of queue only, and reports whether
+// this node leads it: a nudge received is never passed on.
+func (n *Nudger) WakeLocal(queue string) bool { return n.cfg.Local.WakeLocal(queue) }
+
+// Refresh asks this node's dispatcher for a leadership cycle now.
+func (n *Nudger) Refresh() { n.cfg.Local.Refresh() }
+
+// SetPaused applies a pause or a resume to this node's runner at once.
+func (n *Nudger) SetPaused(queue string, paused bool) { n.cfg.Local.SetPaused(queue, paused) }
+
+// send nudges the leader of queue until no wake is left unsent.
+func (n *Nudger) send(queue string) {
+	for {
+		n.nudge(queue)
+		n.mu.Lock()
+		if !n.sending[queue] {
+			delete(n.sending, queue)
+			n.mu.Unlock()
+			return
+		}
+		n.sending[queue] = false
+		n.mu.Unlock()
+	}
+}
+
+func (n *Nudger) nudge(queue string) {
+	l, err := n.leader(queue)
+	if err != nil {
+		n.cfg.Logger.Debug("find the leader to nudge", "queue", queue, "err", err)
+		return
+	}
+	if l.host == "" || l.node == n.cfg.Node {
+		return // no live leader, or this node's runner is about to start
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nudgeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+l.host+"/queue/"+url.PathEscape(queue)+"/wake", nil)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = n.cfg.Client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = errors.New(resp.Status)
+			}
+		}
+	}
+	if err != nil {
+		// Read the leader again next time: it may have changed.
+		n.mu.Lock()
+		delete(n.leaders, queue)
+		n.mu.Unlock()
+		n.cfg.Logger.Debug("nudge the leader", "queue", queue, "node", l.node, "host", l.host, "err", err)
+	}
+}
+
+// leader returns the remembered leader of queue, reading it when older than
+// LeaderTTL. A queue with no live leader is remembered too (empty host).
+func (n *Nudger) leader(queue string) (leader, error) {
+	n.mu.Lock()
+	l, ok := n.leaders[queue]
+	n.mu.Unlock()
+	if ok && time.Since(l.read) < n.cfg.LeaderTTL {
+		return l, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nudgeTimeout)
+	defer cancel()
+	l = leader{read: time.Now()}
+	node, err := n.cfg.Leaders.QueueLeader(ctx, queue)
+	switch {
+	case err == nil:
+		l.node, l.host = node.ID, node.Host
+	case !errors.Is(err, store.ErrNotFound):
+		return leader{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.leaders) > maxLeaders {
+		clear(n.leaders) // queues come and go: do not grow without bound
+	}
+	n.leaders[queue] = l
+	return l, nil
+}
+
+// maxLeaders bounds the remembered leaders.
+const maxLeaders = 100_000
