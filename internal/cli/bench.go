@@ -29,6 +29,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		runs    = fs.Int("runs", 3, "runs; the report gives each and the median")
 		handoff = fs.Bool("handoff", true, "let the in-process node hand jobs straight to its dispatcher (local hand-off)")
 		prof    = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
+		queue   = fs.String("queue", "", "use this queue in every run (it may already exist and be led by another node than --server); default: a new queue per run")
 	)
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
@@ -49,6 +50,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if *backlog > 0 {
 		if *target != "" && *dbURL == "" {
 			return fmt.Errorf("backlog: needs --database-url, the database of the --server node")
+		}
+		if *queue != "" {
+			return fmt.Errorf("backlog: needs a new queue per run; leave out --queue")
 		}
 		o.Backlog, o.Jobs = true, *backlog
 	}
@@ -95,7 +99,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	var p50, p99 []time.Duration
 	bad := false
 	for i := range *runs {
-		o.Queue = fmt.Sprintf("bench%d_%d", time.Now().Unix(), i)
+		o.Queue = *queue
+		if o.Queue == "" {
+			o.Queue = fmt.Sprintf("bench%d_%d", time.Now().Unix(), i)
+		}
 		res, err := bench.Run(ctx, o)
 		if err != nil {
 			return err

@@ -53,6 +53,14 @@ type Config struct {
 // nudgeTimeout bounds one nudge; the poll covers a nudge that fails.
 const nudgeTimeout = time.Second
 
+// nudgeGap spaces the nudges to one queue. A nudge wakes a runner that
+// then grabs until its grabs come back short, so a queue receiving jobs
+// from another node needs a nudge only now and then: one per round trip
+// cost the enqueueing node an HTTP request per job or two (end to end
+// 0.82-0.85x through a node that does not lead the queue), and the jobs of
+// a quiet queue wait at most this much longer.
+const nudgeGap = 5 * time.Millisecond
+
 // Nudger wakes the leader of a queue, wherever it runs.
 type Nudger struct {
 	cfg Config
@@ -110,10 +118,13 @@ func (n *Nudger) Refresh() { n.cfg.Local.Refresh() }
 // SetPaused applies a pause or a resume to this node's runner at once.
 func (n *Nudger) SetPaused(queue string, paused bool) { n.cfg.Local.SetPaused(queue, paused) }
 
-// send nudges the leader of queue until no wake is left unsent.
+// send nudges the leader of queue until no wake is left unsent, at most
+// one nudge per nudgeGap.
 func (n *Nudger) send(queue string) {
 	for {
+		began := time.Now()
 		n.nudge(queue)
+		time.Sleep(nudgeGap - time.Since(began)) // wakes meanwhile merge
 		n.mu.Lock()
 		if !n.sending[queue] {
 			delete(n.sending, queue)
