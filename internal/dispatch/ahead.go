@@ -19,10 +19,10 @@ import (
 // The read-ahead holds at most min(max_workers, BatchSize) jobs. They are
 // grabbed like any other (this node, grabbed_until), are extended with the
 // node's other grabs, and are given back to waiting when the queue is
-// paused or the runner stops (store.JobsRelease). After a crash they wait
-// for their grab to expire, like the deliveries that were in flight; they
-// were never delivered, so a crash still delivers at most max_workers
-// jobs twice.
+// paused or throttled, or the runner stops (store.JobsRelease). After a
+// crash they wait for their grab to expire, like the deliveries that were
+// in flight; they were never delivered, so a crash still delivers at most
+// max_workers jobs twice.
 type readAhead struct {
 	mu   sync.Mutex
 	jobs []*store.Job
@@ -100,7 +100,9 @@ func (r *runner) giveBack() {
 	for i, j := range jobs {
 		ids[i] = j.ID
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Bounded by the hard stop too: a stop must not wait for a database
+	// that is away; the jobs are then delivered once their grab expires.
+	ctx, cancel := context.WithTimeout(r.d.deliverCtx, 30*time.Second)
 	defer cancel()
 	if _, err := r.d.cfg.Store.JobsRelease(ctx, &store.JobsReleaseParams{Node: r.d.cfg.Node, IDs: ids}); err != nil {
 		// They are delivered once their grab expires.

@@ -133,7 +133,9 @@ func (r *runner) run() {
 			r.extend()
 		}
 		q := r.settings.Load()
-		if q.Paused && r.ahead.len() > 0 {
+		if (q.Paused || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
+			// Paused, or throttled since the read-ahead was grabbed: only
+			// grabs take tokens from the bucket.
 			r.giveBack()
 		}
 		free := int64(q.MaxWorkers) - r.inflight.Load()
