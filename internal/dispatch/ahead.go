@@ -73,13 +73,14 @@ func (a *readAhead) next() (j *store.Job, low bool) {
 }
 
 // work delivers j, then, in the same worker slot, the read-ahead's next
-// jobs while there are some and the queue is neither paused nor stopping;
-// then it gives the slot back.
+// jobs while there are some and the queue is neither paused, throttled
+// (the run loop gives the read-ahead back) nor stopping; then it gives the
+// slot back.
 func (r *runner) work(j *store.Job) {
 	for j != nil {
 		r.process(j)
 		j = nil
-		if !r.stopped() && !r.settings.Load().Paused {
+		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil {
 			var low bool
 			if j, low = r.ahead.next(); low {
 				r.signalFreed()
