@@ -35,10 +35,7 @@ const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[])
 
 // JobsDue returns those of queues that hold a waiting job due now.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
-	if len(queues) == 0 {
-		return nil, nil
-	}
-	due, err := queryRows(ctx, s, pgx.RowTo[string], jobsDueSQL, queues)
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
 	if err != nil {
 		return nil, wrap(err, "look for due jobs in %d queues", len(queues))
 	}
@@ -47,12 +44,18 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 
 // JobsExpired returns those of queues that hold an expired grab.
 func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
-	if len(queues) == 0 {
-		return nil, nil
-	}
-	expired, err := queryRows(ctx, s, pgx.RowTo[string], jobsExpiredSQL, queues)
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
 	if err != nil {
 		return nil, wrap(err, "look for expired grabs in %d queues", len(queues))
 	}
 	return expired, nil
+}
+
+// queueNames runs query with the queues as $1 and returns the names it
+// selects.
+func (s *Store) queueNames(ctx context.Context, query string, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	return queryRows(ctx, s, pgx.RowTo[string], query, queues)
 }
