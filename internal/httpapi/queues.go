@@ -152,6 +152,9 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		return nil, err
+	}
 	woken := a.cfg.Waker != nil && a.cfg.Waker.WakeLocal(name)
 	return map[string]any{"queue_name": name, "woken": woken}, nil
 }
