@@ -43,7 +43,7 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 }
 
 // JobsInsert stores the jobs in one statement and returns their ids in the
-// order given: the rows are inserted, and so numbered, in ordinality order.
+// order given.
 func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -55,30 +55,32 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	return ids, nil
 }
 
-// insertSQL inserts rows given as arrays (see insertArgs), in ordinality
-// order, and returns their ids in that order.
+// insertSQL inserts rows given as arrays (see insertArgs) and returns their
+// ids in the order given: the set-returning functions of a select list run
+// in lockstep, so the rows are inserted, numbered and returned in array
+// order. (ROWS FROM (unnest(…), …) WITH ORDINALITY … ORDER BY n said the
+// same with a tuplestore and a sort; their memory took the statement past
+// glibc's 128 KiB trim threshold, so every insert grew and shrank the
+// backend's heap, a quarter of PostgreSQL's CPU per job: docs/benchmarks.md.)
 const insertSQL = `/* rowq:jobs.insert */
-	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
-	SELECT q, c, u, p, 'waiting', now(), now() + make_interval(secs => r), t, m, d, pr, k, b, dm, ji
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[],
-		$9::int[], $10::text[], $11::text[], $12::int[], $13::float8[])
-		WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, pr, k, b, dm, ji, n)
-	ORDER BY n
+	INSERT INTO jobs (` + insertCols + `, state)
+	SELECT ` + insertValues + `, 'waiting'
 	RETURNING id`
 
 // insertGrabbedSQL is insertSQL for jobs already grabbed by $14 until
 // now() + $15 seconds (local hand-off).
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
-	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
-	SELECT q, c, u, p, 'grabbed', now(), now() + make_interval(secs => r), t, m, d, pr, k, b, dm, ji,
-		$14::text, now() + make_interval(secs => $15::float8)
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[],
-		$9::int[], $10::text[], $11::text[], $12::int[], $13::float8[])
-		WITH ORDINALITY AS j (q, c, u, p, r, t, m, d, pr, k, b, dm, ji, n)
-	ORDER BY n
+	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until)
+	SELECT ` + insertValues + `, 'grabbed', $14::text, now() + make_interval(secs => $15::float8)
 	RETURNING id`
+
+const (
+	insertCols = `queue_name, category, url, payload, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
+	insertValues = `unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
+		now(), now() + make_interval(secs => unnest($5::float8[])), unnest($6::int[]), unnest($7::int[]), unnest($8::int[]),
+		unnest($9::int[]), unnest($10::text[]), unnest($11::text[]), unnest($12::int[]), unnest($13::float8[])`
+)
 
 // insertArgs turns jobs into the arrays insertSQL takes.
 func insertArgs(jobs []*store.JobInsertParams) []any {

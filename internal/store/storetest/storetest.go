@@ -264,6 +264,20 @@ func testJobsInsertAndGet(t *testing.T, s store.Store) {
 	if ids := must(s.JobsInsert(ctx, nil))(t); len(ids) != 0 {
 		t.Fatalf("JobsInsert(nil) = %v", ids)
 	}
+	// A large batch (MySQL splits it into statements) keeps its order too.
+	ps := make([]*store.JobInsertParams, 1500)
+	for i := range ps {
+		ps[i] = &store.JobInsertParams{Queue: "big", Category: "c", URL: fmt.Sprintf("http://a/%d", i)}
+	}
+	ids = must(s.JobsInsert(ctx, ps))(t)
+	if len(ids) != len(ps) {
+		t.Fatalf("JobsInsert of %d jobs returned %d ids", len(ps), len(ids))
+	}
+	for i, id := range ids {
+		if j := must(s.JobGet(ctx, "big", id))(t); j.URL != ps[i].URL {
+			t.Fatalf("id %d, returned for job %d (%s), holds %s", id, i, ps[i].URL, j.URL)
+		}
+	}
 }
 
 func testJobsGrabOrderAndLimit(t *testing.T, s store.Store) {
