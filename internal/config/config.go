@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	gomysql "github.com/go-sql-driver/mysql"
 )
@@ -166,6 +167,11 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) (string, bool)) (
 // FromEnv is os.LookupEnv, for Load.
 func FromEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
+// MaxNodeIDLen bounds a node id: the MySQL store keeps the id of a job's
+// holder in a fixed-size column (grabbed_by CHAR(64)) so that a grab
+// rewrites the row in place.
+const MaxNodeIDLen = 64
+
 // Validate checks every field; its messages name the flag and the range.
 func (c *Config) Validate() error {
 	var errs []error
@@ -175,6 +181,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	check(c.Bind != "", "bind: must not be empty")
+	check(utf8.RuneCountInString(c.NodeID) <= MaxNodeIDLen, "node-id: at most %d characters, got %d", MaxNodeIDLen, utf8.RuneCountInString(c.NodeID))
+	// MySQL compares ids ignoring trailing spaces and drops them from CHAR.
+	check(c.NodeID == strings.TrimSpace(c.NodeID), "node-id: must not begin or end with white space, got %q", c.NodeID)
 	check(strings.Contains(c.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path, got %q", c.DatabaseURL)
 	check(c.QueueDefaultMaxWorkers >= 1 && c.QueueDefaultMaxWorkers <= 10000, "queue-default-max-workers: must be 1..10000, got %d", c.QueueDefaultMaxWorkers)
 	check(c.QueueDefaultPollingInterval >= 1 && c.QueueDefaultPollingInterval <= 3600000, "queue-default-polling-interval: must be 1..3600000 ms, got %d", c.QueueDefaultPollingInterval)

@@ -87,7 +87,17 @@ func newNodeID() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 3)
 	rand.Read(b)
-	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+	return nodeID(host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// nodeID joins host, pid and a random suffix, cutting the host short so
+// that the id keeps within config.MaxNodeIDLen.
+func nodeID(host string, pid int, suffix string) string {
+	tail := "-" + strconv.Itoa(pid) + "-" + suffix
+	if room := config.MaxNodeIDLen - len(tail); len(host) > room {
+		host = host[:room]
+	}
+	return host + tail
 }
 
 // Store returns the node's store.

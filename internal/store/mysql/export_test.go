@@ -16,3 +16,16 @@ var (
 
 // JobsDueSQL is the look for due jobs, for the EXPLAIN test.
 var JobsDueSQL = jobsDueSQL
+
+// Writes to grabbed jobs, for the EXPLAIN test.
+var (
+	GrabUpdateSQL = grabUpdateSQL
+	HeldSQL       = heldSQL
+)
+
+const (
+	CompleteSQL = completeSQL
+	ReleaseSQL  = releaseSQL
+	ExtendSQL   = extendSQL
+	RescueSQL   = rescueSQL
+)

@@ -8,14 +8,20 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// jobsListSQL builds the listing query for a kind and direction. It walks
-// jobs_list (queue_name, state, next_try, id) in index
-// order; the keyset condition is written as a range on next_try plus a
+// jobsListSQL builds the listing query for a kind and direction. Waiting
+// and deferred jobs are read from jobs_list (queue_name, next_try, id) in
+// index order, skipping the grabbed rows among them (the deliveries in
+// flight, few); grabbed jobs, few, from their range of jobs_fetch, then
+// sorted. The keyset condition is written as a range on next_try plus a
 // tie-break so that both MySQL and MariaDB use it as an index range.
 // Arguments: queue, state, [next_try, next_try, id,] limit.
 func jobsListSQL(kind string, desc, after bool) string {
+	index := "jobs_list"
+	if kind == store.JobsGrabbed {
+		index = "jobs_fetch"
+	}
 	q := `/* rowq:inspect.jobs_list */ SELECT ` + jobCols + `
-	FROM jobs FORCE INDEX (jobs_list)
+	FROM jobs FORCE INDEX (` + index + `)
 	WHERE queue_name = ? AND state = ?`
 	switch kind {
 	case store.JobsWaiting:

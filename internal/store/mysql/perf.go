@@ -22,9 +22,10 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 }
 
 // jobsDueSQL names the queues, of n given, whose earliest waiting job is
-// due: for each, the subquery reads one entry of jobs_list (queue_name,
-// state, next_try, id), however many jobs wait. (An EXISTS … next_try <=
-// NOW(6) would become a semi-join that reads every due job.)
+// due: for each, the subquery walks jobs_list (queue_name, next_try, id)
+// from its start to the first waiting job, past the grabbed ones (the
+// deliveries in flight, few), however many jobs wait. (An EXISTS …
+// next_try <= NOW(6) would become a semi-join that reads every due job.)
 func jobsDueSQL(n int) string {
 	return `/* rowq:jobs.due */ SELECT q.name FROM queues q
 		WHERE q.name IN (` + placeholders(n) + `) AND (
@@ -33,11 +34,12 @@ func jobsDueSQL(n int) string {
 }
 
 // jobsExpiredSQL names the queues, of n given, that hold an expired grab;
-// a queue's grabs are its deliveries in flight, few.
+// a queue's grabs, its deliveries in flight, are few: its range of
+// jobs_fetch (queue_name, state, …).
 func jobsExpiredSQL(n int) string {
 	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
 		WHERE q.name IN (` + placeholders(n) + `) AND EXISTS (
-			SELECT 1 FROM jobs j FORCE INDEX (jobs_list)
+			SELECT 1 FROM jobs j FORCE INDEX (jobs_fetch)
 			WHERE j.queue_name = q.name AND j.state = 'grabbed' AND j.grabbed_until < NOW(6))`
 }
 

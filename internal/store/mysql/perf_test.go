@@ -45,3 +45,41 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 		t.Fatalf("jobs are not read as a dependent subquery on jobs_list without a sort: %v", plan)
 	}
 }
+
+// TestJobsWrites_UseTheirIndexesOnFewRows checks the plans of the writes to
+// grabbed jobs on the table of a queue that keeps up, which holds few rows:
+// there the optimizer would rather scan the table than read an id IN (…)
+// list on the primary key, and would take jobs_list for a queue's grabbed
+// jobs, which holds all its jobs.
+func TestJobsWrites_UseTheirIndexesOnFewRows(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(ctx, t)
+	if _, err := s.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://w/"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]any, 30)
+	for i := range ids {
+		ids[i] = i + 1
+	}
+	now := time.Now().UTC()
+	for _, c := range []struct {
+		name, query, key string
+		args             []any
+	}{
+		{"complete", mysql.HeldSQL(mysql.CompleteSQL, len(ids)), "PRIMARY", append(ids[:len(ids):len(ids)], "n")},
+		{"release", mysql.HeldSQL(mysql.ReleaseSQL, len(ids)), "PRIMARY", append(ids[:len(ids):len(ids)], "n")},
+		{"grab", mysql.GrabUpdateSQL(len(ids)), "PRIMARY", append([]any{"n", now}, ids...)},
+		{"extend", mysql.ExtendSQL, "jobs_fetch", []any{30_000_000, "q", "n"}},
+		{"rescue", mysql.RescueSQL, "jobs_fetch", []any{"q"}},
+	} {
+		plan := queryMaps(t, s.DB(), "EXPLAIN "+c.query, c.args...)
+		if len(plan) != 1 || plan[0]["key"] != c.key || plan[0]["type"] != "range" {
+			t.Errorf("%s: plan %v, want a range on %s", c.name, plan, c.key)
+		}
+	}
+}
