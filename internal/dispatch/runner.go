@@ -122,13 +122,13 @@ func (r *runner) run() {
 			// rescued and delivered a second time. With none, an idle
 			// queue's rescue is its only statement.
 			lastRescue = now
-			if r.inflight.Load() > 0 || r.ahead.len() > 0 || r.d.finishing(r.name) {
+			if r.holding() || r.d.finishing(r.name) {
 				lastExtend = now
 				r.extend()
 			}
 			r.rescue()
 		}
-		if (r.inflight.Load() > 0 || r.ahead.len() > 0) && now.Sub(lastExtend) >= cfg.GrabLease/3 {
+		if r.holding() && now.Sub(lastExtend) >= cfg.GrabLease/3 {
 			lastExtend = now
 			r.extend()
 		}
@@ -227,7 +227,7 @@ func (r *runner) run() {
 		}
 		// Wake for a new job, a free worker slot (when all were busy), the
 		// poll, or the next extension or rescue.
-		if r.inflight.Load() > 0 || r.ahead.len() > 0 {
+		if r.holding() {
 			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
 		}
 		var freed chan struct{}
@@ -311,6 +311,10 @@ func (r *runner) start(jobs []*store.Job) {
 		r.wg.Go(func() { r.work(j) })
 	}
 }
+
+// holding reports whether this runner holds grabs to extend: deliveries in
+// flight or read-ahead jobs.
+func (r *runner) holding() bool { return r.inflight.Load() > 0 || r.ahead.len() > 0 }
 
 // ack deletes a delivered job with the next spaced DELETE (ackGap). The
 // job's worker slot stays taken until it commits, so that a crash

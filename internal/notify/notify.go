@@ -69,7 +69,7 @@ type Nudger struct {
 	leaders map[string]leader
 	// sending holds the queues a nudge is on its way to; true means
 	// another wake came meanwhile and one more nudge must follow, so that
-	// a busy queue gets one nudge per round trip, not one per job.
+	// a busy queue gets one nudge per nudgeGap, not one per job.
 	sending map[string]bool
 }
 
