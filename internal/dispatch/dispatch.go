@@ -104,6 +104,11 @@ type Dispatcher struct {
 	// retiring counts, per queue, the stopped runners still finishing
 	// deliveries.
 	retiring map[string]int
+	// pauses counts the pauses and resumes applied on this node
+	// (SetPaused); marks holds the latest of each queue until a leadership
+	// cycle whose read began after it (see sync).
+	pauses uint64
+	marks  map[string]pauseMark
 
 	startOnce, stopOnce sync.Once
 	stop                chan struct{}
@@ -125,6 +130,7 @@ func New(cfg Config) *Dispatcher {
 		hardStop:   cancel,
 		runners:    map[string]*runner{},
 		retiring:   map[string]int{},
+		marks:      map[string]pauseMark{},
 		stop:       make(chan struct{}),
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
@@ -170,6 +176,9 @@ func (d *Dispatcher) loop() {
 // cycle heartbeats, claims free queues and starts or stops runners to match
 // the queues this node leads.
 func (d *Dispatcher) cycle(ctx context.Context) error {
+	d.mu.Lock()
+	pauses := d.pauses
+	d.mu.Unlock()
 	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL})
 	if err == nil {
 		d.lastBeat = time.Now()
@@ -187,7 +196,7 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		// Without a heartbeat for a whole TTL, another node may have taken
 		// our queues: stop dispatching until the database answers again.
 		if time.Since(d.lastBeat) > d.cfg.NodeTTL {
-			d.sync(nil)
+			d.sync(nil, pauses)
 		}
 		return err
 	}
@@ -195,13 +204,16 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		d.log.Info("leadership refresh recovered")
 		d.healthy = true
 	}
-	d.sync(led)
+	d.sync(led, pauses)
 	return nil
 }
 
 // sync starts runners for newly led queues, updates the settings of the
-// others, and stops the runners of queues no longer led.
-func (d *Dispatcher) sync(led []*store.Queue) {
+// others, and stops the runners of queues no longer led. pauses is
+// d.pauses when the read of led began: a pause or resume applied here
+// since then (SetPaused, after its commit) is newer than what led says,
+// and is kept.
+func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	select {
@@ -212,6 +224,11 @@ func (d *Dispatcher) sync(led []*store.Queue) {
 	keep := make(map[string]bool, len(led))
 	for _, q := range led {
 		keep[q.Name] = true
+		if m, ok := d.marks[q.Name]; ok && m.at > pauses && m.paused != q.Paused {
+			c := *q
+			c.Paused = m.paused
+			q = &c
+		}
 		if r, ok := d.runners[q.Name]; ok {
 			if old := r.settings.Swap(q); old.Paused && !q.Paused {
 				r.nudge() // resumed: grab at once, not at the next poll
@@ -222,6 +239,11 @@ func (d *Dispatcher) sync(led []*store.Queue) {
 		d.runners[q.Name] = r
 		d.log.Info("leading queue", "queue", q.Name)
 		go r.run()
+	}
+	for name, m := range d.marks {
+		if m.at <= pauses {
+			delete(d.marks, name) // led was read after it
+		}
 	}
 	for name, r := range d.runners {
 		if !keep[name] {
