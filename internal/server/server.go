@@ -45,6 +45,8 @@ type Server struct {
 	http  *http.Server
 	ln    net.Listener
 	serve chan error
+	// unused: connections without a request yet, closed at a stop.
+	unused unused
 
 	stopOnce sync.Once
 	stopErr  error
@@ -172,7 +174,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Locks:         s.locks,
 		Scheduler:     s.sched,
 	})
-	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, ConnState: s.unused.track}
 	s.serve = make(chan error, 1)
 	go func() { s.serve <- s.http.Serve(ln) }()
 	if err := s.disp.Start(ctx); err != nil {
@@ -224,7 +226,7 @@ func (s *Server) stop(hard <-chan struct{}) error {
 		s.locks.Stop()
 	}
 	if s.http != nil {
-		if err := s.http.Shutdown(ctx); err != nil {
+		if err := s.unused.shutdown(ctx, s.http); err != nil {
 			errs = append(errs, fmt.Errorf("stop HTTP server: %w", err))
 		}
 		if err := <-s.serve; err != nil && !errors.Is(err, http.ErrServerClosed) {

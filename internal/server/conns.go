@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// unused tracks the HTTP connections that have not begun a request yet
+// (http.StateNew), such as those a client's pool dials ahead and then
+// leaves. http.Server.Shutdown waits up to 5 s before it counts one as
+// idle and closes it, and that wait would come out of the shutdown timeout
+// that the deliveries in flight also need. A stop closes them itself once
+// they have been unused for unusedGrace: a request whose headers have not
+// arrived by then is not under way, and its client sees the connection
+// close, as it would have after the listener closed.
+type unused struct {
+	mu    sync.Mutex
+	conns map[net.Conn]time.Time // since when unused
+}
+
+const unusedGrace = time.Second
+
+// track is the http.Server's ConnState hook.
+func (u *unused) track(c net.Conn, st http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if st != http.StateNew {
+		delete(u.conns, c)
+		return
+	}
+	if u.conns == nil {
+		u.conns = map[net.Conn]time.Time{}
+	}
+	u.conns[c] = time.Now()
+}
+
+// closeOld closes the connections unused since before now-unusedGrace.
+func (u *unused) closeOld(now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c, since := range u.conns {
+		if now.Sub(since) >= unusedGrace {
+			c.Close()
+			delete(u.conns, c)
+		}
+	}
+}
+
+// shutdown runs srv.Shutdown(ctx), closing the connections left unused
+// meanwhile.
+func (u *unused) shutdown(ctx context.Context, srv *http.Server) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case now := <-tick.C:
+			u.closeOld(now)
+		}
+	}
+}
