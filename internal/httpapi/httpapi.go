@@ -18,6 +18,7 @@ import (
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/metrics"
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
@@ -157,6 +158,9 @@ func (a *API) routes() {
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", a.health)
+	// Prometheus' text format, not JSON: the metrics package serves it.
+	a.patterns = append(a.patterns, "GET /metrics")
+	a.mux.Handle("GET /metrics", metrics.Handler(metrics.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version}))
 }
 
 // ServeHTTP serves the API. Requests that match no route get a JSON 404 or

@@ -166,6 +166,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		}
 
 		c.call("GET", "/healthz", "", 200)
+		c.call("GET", "/metrics", "", 200)
 		c.call("GET", "/version", "", 200)
 		c.call("GET", "/settings", "", 200)
 

@@ -1,0 +1,127 @@
+// Package metrics serves rowq's Prometheus metrics (GET /metrics) from a
+// registry of its own: the Go runtime's and the process's, and each
+// queue's statistics as GET /queues/stats reports them. Those are read
+// from the database at each scrape and summed over every node, so every
+// node reports the same queue series: scrape one node, or take max()
+// across nodes, never sum(). The counters persist across restarts and lag
+// by about a second (stats.Recorder writes each node's counts once a
+// second).
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rowq/rowq/internal/stats"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Config configures the metrics handler.
+type Config struct {
+	Store   store.Store
+	Logger  *slog.Logger
+	Version string
+	// Timeout bounds the database read of one scrape (5s).
+	Timeout time.Duration
+}
+
+// Handler returns the /metrics handler.
+func Handler(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newQueueCollector(cfg),
+	)
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rowq_build_info", Help: "Always 1; the version label says which rowq serves.",
+		ConstLabels: prometheus.Labels{"version": cfg.Version},
+	})
+	build.Set(1)
+	reg.MustRegister(build)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogErrors{cfg.Logger}})
+}
+
+// slogErrors passes promhttp's errors to the logger.
+type slogErrors struct{ log *slog.Logger }
+
+func (l slogErrors) Println(v ...any) { l.log.Warn("serve metrics", "err", v) }
+
+// queueMetric is one series per queue, read off store.QueueStats.
+type queueMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(q *store.QueueStats) float64
+}
+
+type queueCollector struct {
+	cfg     Config
+	metrics []queueMetric
+	up      *prometheus.Desc
+}
+
+func newQueueCollector(cfg Config) *queueCollector {
+	m := func(name, help string, kind prometheus.ValueType, value func(q *store.QueueStats) float64) queueMetric {
+		return queueMetric{prometheus.NewDesc("rowq_queue_"+name, help, []string{"queue"}, nil), kind, value}
+	}
+	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return &queueCollector{
+		cfg: cfg,
+		up:  prometheus.NewDesc("rowq_stats_up", "1 if this scrape read the queues' statistics from the database, else 0.", nil, nil),
+		metrics: []queueMetric{
+			m("pushes_total", "Jobs accepted into the queue.", counter, func(q *store.QueueStats) float64 { return float64(q.Pushes) }),
+			m("pops_total", "Jobs grabbed for delivery, counting each attempt.", counter, func(q *store.QueueStats) float64 { return float64(q.Pops) }),
+			m("successes_total", "Deliveries answered success.", counter, func(q *store.QueueStats) float64 { return float64(q.Successes) }),
+			m("failures_total", "Deliveries that did not succeed, retried or not.", counter, func(q *store.QueueStats) float64 { return float64(q.Failures) }),
+			m("permanent_failures_total", "Jobs moved to the failure log.", counter, func(q *store.QueueStats) float64 { return float64(q.PermanentFailures) }),
+			m("completes_total", "Jobs finished: successes and permanent failures.", counter, func(q *store.QueueStats) float64 { return float64(q.Completes) }),
+			m("delivery_seconds_total", "Time spent in deliveries.", counter, func(q *store.QueueStats) float64 { return float64(q.ElapsedMs) / 1000 }),
+			m("outstanding_jobs", "Jobs stored in the queue: waiting, deferred or grabbed.", gauge, func(q *store.QueueStats) float64 { return float64(q.Outstanding) }),
+			m("busy_workers", "Deliveries in flight.", gauge, func(q *store.QueueStats) float64 { return float64(q.BusyWorkers) }),
+			m("max_workers", "The queue's max_workers setting.", gauge, func(q *store.QueueStats) float64 { return float64(q.MaxWorkers) }),
+			m("dispatching", "1 if a live node dispatches the queue, else 0.", gauge, func(q *store.QueueStats) float64 { return b(q.Active) }),
+		},
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	qs, err := c.cfg.Store.StatsGet(ctx, &store.StatsGetParams{Fresh: stats.Fresh})
+	if err != nil {
+		c.cfg.Logger.Warn("read queue statistics for metrics", "err", err)
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for name, q := range qs {
+		for _, m := range c.metrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(q), name)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+// scrape reads GET /metrics into series ("name{labels}") → value.
+func scrape(t *testing.T, s *server.Server) map[string]float64 {
+	t.Helper()
+	res, err := http.Get("http://" + s.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("GET /metrics: %d %s", res.StatusCode, b)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestServer_MetricsReportQueueStatistics: after a success and a
+// permanent failure, /metrics reports the queue's counters and gauges,
+// and a second node on the same database reports the same values.
+func TestServer_MetricsReportQueueStatistics(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
+			if body == "bad" {
+				return 422, `{"status":"permanent-failure"}`, 0
+			}
+			return 200, `{"status":"success"}`, 0
+		})
+		url := dbtest.URL(t, dialect)
+		a := startNode(t, url, nil)
+		setupQueue(t, a, "q", "cat", map[string]any{"max_workers": 7})
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "good"})
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "bad"})
+		var m map[string]float64
+		testworker.WaitFor(t, 10*time.Second, "both outcomes in /metrics", func() bool {
+			m = scrape(t, a)
+			return m[`rowq_queue_completes_total{queue="q"}`] == 2
+		})
+		want := map[string]float64{
+			`rowq_stats_up`:                                  1,
+			`rowq_queue_pushes_total{queue="q"}`:             2,
+			`rowq_queue_pops_total{queue="q"}`:               2,
+			`rowq_queue_successes_total{queue="q"}`:          1,
+			`rowq_queue_failures_total{queue="q"}`:           1,
+			`rowq_queue_permanent_failures_total{queue="q"}`: 1,
+			`rowq_queue_outstanding_jobs{queue="q"}`:         0,
+			`rowq_queue_max_workers{queue="q"}`:              7,
+			`rowq_queue_dispatching{queue="q"}`:              1,
+			`rowq_build_info{version="dev"}`:                 1,
+		}
+		check := func(node string, m map[string]float64) {
+			t.Helper()
+			for k, v := range want {
+				if got, ok := m[k]; !ok || got != v {
+					t.Errorf("%s: %s = %v (present %v), want %v", node, k, got, ok, v)
+				}
+			}
+			if _, ok := m["go_goroutines"]; !ok {
+				t.Errorf("%s: no go_goroutines: the Go collector is missing", node)
+			}
+		}
+		check("node a", m)
+		b := startNode(t, url, nil)
+		check("node b", scrape(t, b))
+	})
+}
