@@ -32,8 +32,13 @@ type Waker interface {
 	// WakeLocal wakes this node's runner of the queue only, and reports
 	// whether this node leads it.
 	WakeLocal(queue string) bool
-	// Refresh tells that queues changed: claim new ones now.
+	// Refresh runs this node's leadership cycle now: it claims new queues
+	// and re-reads the settings of those it leads.
 	Refresh()
+	// Changed tells that the queue was created or its settings changed
+	// (committed): this node refreshes now, and so does the queue's
+	// leader if another node.
+	Changed(queue string)
 }
 
 // Config configures the API.

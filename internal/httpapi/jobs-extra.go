@@ -249,14 +249,13 @@ func (a *API) pauseQueue(paused bool) handlerFunc {
 			return nil, notFound(err, "queue %q does not exist", name)
 		}
 		// Apply it now to this node's runner of the queue, if any (the
-		// dispatcher implements pauser); the leader, if another node, sees
-		// it at its next refresh. The refresh asked for here also
-		// corrects a cycle that read the queue just before the change.
+		// dispatcher implements pauser); the leader, if another node, is
+		// nudged to re-read the queue.
 		if p, ok := a.cfg.Waker.(pauser); ok {
 			p.SetPaused(name, paused)
 		}
 		if a.cfg.Waker != nil {
-			a.cfg.Waker.Refresh()
+			a.cfg.Waker.Changed(name)
 		}
 		return toQueueJSON(q), nil
 	}

@@ -110,7 +110,7 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		}
 	}
 	if a.cfg.Waker != nil {
-		a.cfg.Waker.Refresh()
+		a.cfg.Waker.Changed(name)
 	}
 	return toQueueJSON(q), nil
 }
@@ -152,9 +152,18 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	if err := decodeOptional(r, &struct{}{}); err != nil {
+	var req struct {
+		// Settings: the queue's settings changed; re-read them now.
+		Settings bool `json:"settings"`
+	}
+	if err := decodeOptional(r, &req); err != nil {
 		return nil, err
 	}
-	woken := a.cfg.Waker != nil && a.cfg.Waker.WakeLocal(name)
-	return map[string]any{"queue_name": name, "woken": woken}, nil
+	if a.cfg.Waker == nil {
+		return map[string]any{"queue_name": name, "woken": false}, nil
+	}
+	if req.Settings {
+		a.cfg.Waker.Refresh()
+	}
+	return map[string]any{"queue_name": name, "woken": a.cfg.Waker.WakeLocal(name)}, nil
 }

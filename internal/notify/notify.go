@@ -4,7 +4,8 @@
 // address. A job enqueued on any node is then dispatched at once, not at
 // the leader's next look. Polling stays the safety net: a nudge that is
 // lost (the leader just changed, the network dropped it) delays its job by
-// at most the queue's polling_interval.
+// at most the queue's polling_interval. A queue's settings changed through a
+// node that does not lead it reach the leader the same way (Changed).
 package notify
 
 import (
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,6 +117,20 @@ func (n *Nudger) WakeLocal(queue string) bool { return n.cfg.Local.WakeLocal(que
 // Refresh asks this node's dispatcher for a leadership cycle now.
 func (n *Nudger) Refresh() { n.cfg.Local.Refresh() }
 
+// Changed tells that queue was created or its settings changed (the change
+// has committed): this node's dispatcher runs a leadership cycle now (it
+// claims a new queue, or re-reads its settings), and the queue's leader, if
+// another node, is nudged to do the same, so that a pause or a new
+// max_workers made through any node takes effect at once rather than at
+// the leader's next refresh. It does not wait for the nudge to arrive.
+func (n *Nudger) Changed(queue string) {
+	n.cfg.Local.Refresh()
+	go n.nudge(queue, settingsBody)
+}
+
+// settingsBody asks the leader to re-read the queue's settings too.
+const settingsBody = `{"settings":true}`
+
 // SetPaused applies a pause or a resume to this node's runner at once.
 func (n *Nudger) SetPaused(queue string, paused bool) { n.cfg.Local.SetPaused(queue, paused) }
 
@@ -123,7 +139,7 @@ func (n *Nudger) SetPaused(queue string, paused bool) { n.cfg.Local.SetPaused(qu
 func (n *Nudger) send(queue string) {
 	for {
 		began := time.Now()
-		n.nudge(queue)
+		n.nudge(queue, "")
 		time.Sleep(nudgeGap - time.Since(began)) // wakes meanwhile merge
 		n.mu.Lock()
 		if !n.sending[queue] {
@@ -136,7 +152,9 @@ func (n *Nudger) send(queue string) {
 	}
 }
 
-func (n *Nudger) nudge(queue string) {
+// nudge POSTs body to the wake endpoint of queue's leader, if another
+// node.
+func (n *Nudger) nudge(queue, body string) {
 	l, err := n.leader(queue)
 	if err != nil {
 		n.cfg.Logger.Debug("find the leader to nudge", "queue", queue, "err", err)
@@ -147,8 +165,11 @@ func (n *Nudger) nudge(queue string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nudgeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+l.host+"/queue/"+url.PathEscape(queue)+"/wake", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+l.host+"/queue/"+url.PathEscape(queue)+"/wake", strings.NewReader(body))
 	if err == nil {
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		var resp *http.Response
 		if resp, err = n.cfg.Client.Do(req); err == nil {
 			resp.Body.Close()

@@ -244,6 +244,8 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		})
 		c.call("GET", "/queue/q/node", "", 200)
 		c.call("POST", "/queue/q/wake", "", 200)
+		c.call("POST", "/queue/q/wake", `{"settings":true}`, 200)
+		c.call("POST", "/queue/q/wake", `{"settings":"yes"}`, 400)
 		c.call("POST", "/queue/-%20/wake", "", 400)
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
 		c.call("GET", "/queue/q/stats", "", 200)

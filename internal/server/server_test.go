@@ -454,3 +454,37 @@ func TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_ResumeOnOtherNodeReachesLeaderAtOnce: with leadership cycles
+// 10 s apart, a queue paused on its leader and resumed through another
+// node dispatches its waiting job at once: the other node nudges the
+// leader to re-read the queue instead of leaving it to the next cycle.
+func TestServer_ResumeOnOtherNodeReachesLeaderAtOnce(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, nil)
+		url := dbtest.URL(t, dialect)
+		slow := func(c *config.Config) { c.ConfigRefreshInterval, c.NodeTTL = 10*time.Second, 30*time.Second }
+		a := startNode(t, url, slow)
+		setupQueue(t, a, "q", "cat", nil)
+		testworker.WaitFor(t, 10*time.Second, "a leads q", func() bool {
+			code, out := call(t, a, "GET", "/queue/q/node", nil)
+			return code == 200 && out["id"] == a.NodeID()
+		})
+		b := startNode(t, url, slow)
+		mustCall(t, a, "POST", "/queue/q/pause", nil)
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "held"})
+		time.Sleep(300 * time.Millisecond) // room for a wrong delivery to show
+		if n := w.Distinct(); n != 0 {
+			t.Fatalf("%d jobs delivered while paused", n)
+		}
+		begin := time.Now()
+		mustCall(t, b, "POST", "/queue/q/resume", nil)
+		testworker.WaitFor(t, 9*time.Second, "the job after the resume through b", func() bool { return w.Count("held") == 1 })
+		if took := time.Since(begin); took > 3*time.Second {
+			t.Fatalf("the resume took %v to reach the leader, want well under the 10 s refresh", took)
+		}
+		if code, out := call(t, a, "GET", "/queue/q/node", nil); code != 200 || out["id"] != a.NodeID() {
+			t.Fatalf("q is led by %v now, want a: the test must resume through a node that does not lead", out)
+		}
+	})
+}
