@@ -22,6 +22,7 @@ import (
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/web"
 )
 
 // Waker is the dispatcher as the API sees it (internal/notify).
@@ -166,6 +167,12 @@ func (a *API) routes() {
 	// Prometheus' text format, not JSON: the metrics package serves it.
 	a.patterns = append(a.patterns, "GET /metrics")
 	a.mux.Handle("GET /metrics", metrics.Handler(metrics.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version}))
+	// The dashboard: HTML pages (internal/web).
+	dash := web.Handler(web.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version})
+	for _, p := range web.Routes {
+		a.patterns = append(a.patterns, p)
+		a.mux.Handle(p, dash)
+	}
 }
 
 // ServeHTTP serves the API. Requests that match no route get a JSON 404 or

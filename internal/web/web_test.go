@@ -1,0 +1,125 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/web"
+)
+
+// setup fills a database of each dialect with what the pages show, and
+// returns a dashboard on it.
+type bundle struct {
+	st  store.Store
+	srv *httptest.Server
+}
+
+func setup(t *testing.T, dialect string) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st := dbtest.Open(t, dialect)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := st.QueuePut(ctx, &store.Queue{Name: "mail", PollingInterval: 200, MaxWorkers: 7})
+	must(err)
+	_, err = st.QueuePut(ctx, &store.Queue{Name: "idle", PollingInterval: 200, MaxWorkers: 1})
+	must(err)
+	_, err = st.QueueSetPaused(ctx, "idle", true)
+	must(err)
+	job := func(payload string, after time.Duration) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: "mail", Category: "welcome", URL: "http://127.0.0.1:1/", Payload: json.RawMessage(payload), RunAfter: after}
+	}
+	_, err = st.JobsInsert(ctx, []*store.JobInsertParams{job(`{"fail":1}`, 0)})
+	must(err)
+	grabbed, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "mail", Node: "n1", Limit: 1, Lease: time.Minute})
+	must(err)
+	_, err = st.JobFail(ctx, &store.JobFailParams{ID: grabbed[0].ID, Node: "n1", Status: "permanent-failure", Code: 422, Message: "<script>alert(1)</script>"})
+	must(err)
+	_, err = st.JobsInsert(ctx, []*store.JobInsertParams{job(`{"to":"ada"}`, 0), job(`{"later":true}`, time.Hour), job(`{"held":1}`, 0)})
+	must(err)
+	_, err = st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "mail", Node: "n1", Limit: 1, Lease: time.Minute})
+	must(err)
+	_, err = st.SchedulePut(ctx, &store.Schedule{Name: "nightly", Cron: "0 3 * * *", Timezone: "Europe/Paris", Category: "welcome",
+		URL: "http://127.0.0.1:1/", Misfire: store.MisfireOnce, MaxCatchup: 1, Overlap: store.OverlapAllow, NextRunAt: time.Now().Add(time.Hour)})
+	must(err)
+	_, err = st.LockAcquire(ctx, &store.LockAcquireParams{Name: "deploy", Owner: "ci-7", TTL: time.Minute, Limit: 1})
+	must(err)
+	srv := httptest.NewServer(web.Handler(web.Config{Store: st, Version: "v9"}))
+	t.Cleanup(srv.Close)
+	return &bundle{st: st, srv: srv}
+}
+
+func (b *bundle) get(t *testing.T, path string, want int) string {
+	t.Helper()
+	res, err := http.Get(b.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d\n%s", path, res.StatusCode, want, body)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("GET %s: Content-Type %q", path, ct)
+	}
+	return string(body)
+}
+
+func contains(t *testing.T, page, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s lacks %q", page, w)
+		}
+	}
+}
+
+func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, dialect)
+			body := b.get(t, "/ui", http.StatusOK)
+			contains(t, "/ui", body,
+				`<a href="/ui/queue/mail">mail</a>`, `no live node`, // no node runs here
+				`<td class="n">3</td>`,               // mail's outstanding jobs: waiting, deferred, grabbed
+				`<td class="n">0 / 7</td>`,           // busy / max workers
+				`<span class="paused">paused</span>`, // idle
+				`nightly`, `<code>0 3 * * *</code>`, `Europe/Paris`,
+				`deploy`, `ci-7`, `v9`)
+			body = b.get(t, "/ui/queue/mail", http.StatusOK)
+			contains(t, "/ui/queue/mail", body,
+				`Queue mail`, `<td>7 (0 busy)</td>`,
+				`{&#34;to&#34;:&#34;ada&#34;}`, `{&#34;later&#34;:true}`, `{&#34;held&#34;:1}`, `<td>n1</td>`,
+				`permanent-failure`, `<td class="n">422</td>`,
+				`&lt;script&gt;alert(1)&lt;/script&gt;`) // escaped
+			if strings.Contains(body, "<script>") {
+				t.Error("/ui/queue/mail: a failure message reached the page unescaped")
+			}
+			b.get(t, "/ui/queue/nope", http.StatusNotFound)
+		})
+	}
+}
+
+// TestDashboard_DatabaseAway: a page that cannot read the database answers
+// 503 with a page that says so.
+func TestDashboard_DatabaseAway(t *testing.T) {
+	b := setup(t, "sqlite")
+	b.st.Close()
+	body := b.get(t, "/ui", http.StatusServiceUnavailable)
+	contains(t, "/ui", body, "the database could not be read")
+	b.get(t, "/ui/queue/mail", http.StatusServiceUnavailable)
+}
