@@ -9,10 +9,10 @@ type pauseMark struct {
 
 // SetPaused applies a pause or a resume of queue to its runner on this
 // node at once, without waiting for the next refresh: the API calls it on
-// the node that served the request, once the change has committed. Other
-// nodes (the queue's leader, if another) see the change at their next
-// refresh. A grab already under way when the pause arrives still starts
-// its jobs; jobs in flight finish.
+// the node that served the request, once the change has committed. The
+// queue's leader, if another node, re-reads the queue when nudged
+// (notify.Nudger.Changed) or at its next refresh. A grab already under way
+// when the pause arrives still starts its jobs; jobs in flight finish.
 //
 // A leadership cycle that read the queue before the commit must not undo
 // the change when it applies what it read, nor start a runner for the
