@@ -33,7 +33,13 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 			return 200, `{"status":"success"}`, 0
 		})
 		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
-		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 20, "polling_interval": 1})
+		// max_workers well above the held deliveries: on a loaded machine
+		// acknowledgements commit late and hold their slots meanwhile, and
+		// a grab that finds the few slots left taken, or that asks for one
+		// job and gets it, rightly ends hand-off until a grab comes back
+		// short (a held job would then go waiting, failing the test
+		// without a fault).
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 100, "polling_interval": 1})
 		// A first job, delivered, shows that the node leads q and its
 		// dispatcher has looked for work.
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "warm-up"})
