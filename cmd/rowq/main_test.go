@@ -603,6 +603,26 @@ func TestServe_SecondSignalStopsAtOnce(t *testing.T) {
 	testworker.WaitFor(t, 5*time.Second, "job acknowledged", func() bool { return jobGone(t, st, "q", id) })
 }
 
+// TestMigrate_WaitsForTheDatabase: `rowq migrate` started before its
+// database can be opened (here an SQLite file whose directory, a volume
+// say, appears a second later) retries, like serve, instead of failing.
+func TestMigrate_WaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	later := filepath.Join(dir, "volume")
+	p := start(t, "rowq migrate", dir, nil, "migrate", "--database-url", "sqlite://"+filepath.Join(later, "rowq.db"))
+	time.Sleep(time.Second)
+	if err := os.Mkdir(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("rowq migrate exit code = %d, want 0 once the directory exists", code)
+	}
+	if !strings.Contains(p.out.String(), "retrying") {
+		t.Errorf("rowq migrate did not say it retried:\n%s", p.out.String())
+	}
+}
+
 func TestMigrate_AppliesSchema(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {

@@ -150,7 +150,7 @@ func migrateCmd(args []string, _, stderr io.Writer) error {
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := st.Migrate(ctx); err != nil {
+	if err := server.Migrate(ctx, st, log); err != nil {
 		return err
 	}
 	log.Info("schema up to date", "dialect", st.Dialect(), "database", backend.Redact(cfg.DatabaseURL))

@@ -62,27 +62,36 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err != nil {
 		return nil, err
 	}
-	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
-		err = st.Migrate(ctx)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
-			st.Close()
-			return nil, fmt.Errorf("migrate %s database: %w", st.Dialect(), err)
-		}
-		log.Warn("database unreachable; retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			st.Close()
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
+	if err := Migrate(ctx, st, log); err != nil {
+		st.Close()
+		return nil, err
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = newNodeID()
 	}
 	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st}, nil
+}
+
+// Migrate applies the schema, retrying while the database is unavailable
+// (store.ErrUnavailable: unreachable, restarting, or an SQLite file that is
+// locked or not there yet) until ctx ends. Several nodes or `rowq migrate`
+// runs may call it at once: the migrations serialise themselves.
+func Migrate(ctx context.Context, st store.Store, log *slog.Logger) error {
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		err := st.Migrate(ctx)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
+			return fmt.Errorf("migrate %s database: %w", st.Dialect(), err)
+		}
+		log.Warn("database unreachable; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 func newNodeID() string {
