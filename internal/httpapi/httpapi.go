@@ -164,14 +164,12 @@ func (a *API) routes() {
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", a.health)
-	// Prometheus' text format, not JSON: the metrics package serves it.
-	a.patterns = append(a.patterns, "GET /metrics")
-	a.mux.Handle("GET /metrics", metrics.Handler(metrics.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version}))
-	// The dashboard: HTML pages (internal/web).
-	dash := web.Handler(web.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version})
+	// Not JSON: Prometheus' text format, and the dashboard's HTML.
+	a.handleHTTP("GET /metrics", metrics.Handler(metrics.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version}))
+	dash := web.Handler(web.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version,
+		CheckName: func(v string) error { return checkName("name", v) }})
 	for _, p := range web.Routes {
-		a.patterns = append(a.patterns, p)
-		a.mux.Handle(p, dash)
+		a.handleHTTP(p, dash)
 	}
 }
 
@@ -200,6 +198,13 @@ type handlerFunc func(r *http.Request) (any, error)
 // Routes returns the patterns of every route the API serves, such as
 // "GET /queue/{name}", in registration order.
 func (a *API) Routes() []string { return append([]string(nil), a.patterns...) }
+
+// handleHTTP serves pattern with h as it is: for answers that are not
+// JSON.
+func (a *API) handleHTTP(pattern string, h http.Handler) {
+	a.patterns = append(a.patterns, pattern)
+	a.mux.Handle(pattern, h)
+}
 
 func (a *API) handle(pattern string, h handlerFunc) {
 	a.patterns = append(a.patterns, pattern)

@@ -260,6 +260,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("GET", "/ui", "", 200)
 		c.call("GET", "/ui/queue/q", "", 200)
 		c.call("GET", "/ui/queue/nope", "", 404)
+		c.call("GET", "/ui/queue/-%20", "", 400)
 		c.call("GET", "/queues/stats", "", 200)
 
 		// Locks.

@@ -42,6 +42,9 @@ type Config struct {
 	Store   store.Store
 	Logger  *slog.Logger
 	Version string
+	// CheckName validates a queue name from the URL, as the JSON API
+	// does; nil accepts any.
+	CheckName func(string) error
 }
 
 // Routes are the patterns the dashboard serves, for the API's route list.
@@ -110,6 +113,12 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
+	if d.cfg.CheckName != nil {
+		if err := d.cfg.CheckName(name); err != nil {
+			d.render(w, r, http.StatusBadRequest, "error.html", map[string]any{"Title": "rowq", "Version": d.cfg.Version, "Message": err.Error()})
+			return
+		}
+	}
 	q, err := d.cfg.Store.QueueGet(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		d.render(w, r, http.StatusNotFound, "error.html", map[string]any{"Title": "rowq", "Version": d.cfg.Version, "Message": "queue " + name + " does not exist"})

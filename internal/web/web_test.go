@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,13 @@ func setup(t *testing.T, dialect string) *bundle {
 	must(err)
 	_, err = st.LockAcquire(ctx, &store.LockAcquireParams{Name: "deploy", Owner: "ci-7", TTL: time.Minute, Limit: 1})
 	must(err)
-	srv := httptest.NewServer(web.Handler(web.Config{Store: st, Version: "v9"}))
+	checkName := func(v string) error {
+		if strings.ContainsAny(v, " <>") {
+			return fmt.Errorf("name: %q: use letters, digits and _ . : - only", v)
+		}
+		return nil
+	}
+	srv := httptest.NewServer(web.Handler(web.Config{Store: st, Version: "v9", CheckName: checkName}))
 	t.Cleanup(srv.Close)
 	return &bundle{st: st, srv: srv}
 }
@@ -110,6 +117,8 @@ func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
 				t.Error("/ui/queue/mail: a failure message reached the page unescaped")
 			}
 			b.get(t, "/ui/queue/nope", http.StatusNotFound)
+			body = b.get(t, "/ui/queue/a%20b", http.StatusBadRequest)
+			contains(t, "/ui/queue/a%20b", body, `name: &#34;a b&#34;: use letters`)
 		})
 	}
 }
