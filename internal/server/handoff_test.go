@@ -112,10 +112,7 @@ func TestHandoff_MaxWorkersHolds(t *testing.T) {
 		})
 		s := startNode(t, dbtest.URL(t, dialect), steadyLeader)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": maxWorkers})
-		testworker.WaitFor(t, 30*time.Second, "a leader of q", func() bool {
-			code, _ := call(t, s, "GET", "/queue/q/node", nil)
-			return code == 200
-		})
+		waitLeads(t, 30*time.Second, s, "q", nil)
 		var wg sync.WaitGroup
 		for c := range 16 {
 			wg.Go(func() {

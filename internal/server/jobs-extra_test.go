@@ -27,10 +27,7 @@ func TestServer_PauseHoldsJobsAndResumeDispatches(t *testing.T) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 1, "polling_interval": 50})
 		// Wait until this node leads the queue, so that a delivery would show.
-		testworker.WaitFor(t, 10*time.Second, "a leader for q", func() bool {
-			code, _ := call(t, s, "GET", "/queue/q/node", nil)
-			return code == 200
-		})
+		waitLeads(t, 10*time.Second, s, "q", nil)
 		if out := mustCall(t, s, "POST", "/queue/q/pause", nil); out["paused"] != true {
 			t.Fatalf("pause answered %v", out)
 		}

@@ -63,10 +63,7 @@ func TestServer_ReadAheadGoesBackOnPauseAndStop(t *testing.T) {
 		s := startNode(t, url, nil)
 		t.Cleanup(func() { close(g.done) }) // before the node stops, should the test fail
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 2, "polling_interval": 50})
-		testworker.WaitFor(t, 10*time.Second, "a leader for q", func() bool {
-			code, _ := call(t, s, "GET", "/queue/q/node", nil)
-			return code == 200
-		})
+		waitLeads(t, 10*time.Second, s, "q", nil)
 		// backlog: pause, enqueue 20 jobs, hold the worker, resume: the
 		// runner's grabs come back full, so it reads ahead.
 		backlog := func(round int) {

@@ -52,6 +52,20 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// waitLeads waits until asked names leader as the node dispatching q, or
+// any node when leader is nil.
+func waitLeads(t *testing.T, timeout time.Duration, asked *server.Server, q string, leader *server.Server) {
+	t.Helper()
+	what := "a leader for " + q
+	if leader != nil {
+		what = leader.NodeID() + " leads " + q
+	}
+	testworker.WaitFor(t, timeout, what, func() bool {
+		code, out := call(t, asked, "GET", "/queue/"+q+"/node", nil)
+		return code == 200 && (leader == nil || out["id"] == leader.NodeID())
+	})
+}
+
 // startNode starts a rowq node on dbURL and stops it when the test ends.
 func startNode(t *testing.T, dbURL string, tweak func(*config.Config)) *server.Server {
 	t.Helper()
@@ -299,10 +313,7 @@ func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"polling_interval": 60000})
-		testworker.WaitFor(t, 5*time.Second, "leadership", func() bool {
-			code, _ := call(t, s, "GET", "/queue/q/node", nil)
-			return code == 200
-		})
+		waitLeads(t, 5*time.Second, s, "q", nil)
 		time.Sleep(200 * time.Millisecond) // the runner's first, empty poll
 		start := time.Now()
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "now"})
@@ -394,18 +405,12 @@ func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
 		dbURL := dbtest.URL(t, dialect)
 		a := startNode(t, dbURL, nil)
 		setupQueue(t, a, "q", "cat", nil)
-		testworker.WaitFor(t, 5*time.Second, "a leads q", func() bool {
-			code, out := call(t, a, "GET", "/queue/q/node", nil)
-			return code == 200 && out["id"] == a.NodeID()
-		})
+		waitLeads(t, 5*time.Second, a, "q", a)
 		b := startNode(t, dbURL, nil)
 		if err := a.Stop(nil); err != nil {
 			t.Fatal(err)
 		}
-		testworker.WaitFor(t, 5*time.Second, "b leads q", func() bool {
-			code, out := call(t, b, "GET", "/queue/q/node", nil)
-			return code == 200 && out["id"] == b.NodeID()
-		})
+		waitLeads(t, 5*time.Second, b, "q", b)
 		push(t, b, "cat", map[string]any{"url": w.URL, "payload": "after-takeover"})
 		testworker.WaitFor(t, 5*time.Second, "delivery by b", func() bool { return w.Count("after-takeover") == 1 })
 	})
@@ -437,10 +442,7 @@ func TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce(t *testing.T) {
 		url := dbtest.URL(t, dialect)
 		a := startNode(t, url, nil)
 		setupQueue(t, a, "q", "cat", map[string]any{"polling_interval": 60_000})
-		testworker.WaitFor(t, 10*time.Second, "a leader for q", func() bool {
-			code, _ := call(t, a, "GET", "/queue/q/node", nil)
-			return code == 200
-		})
+		waitLeads(t, 10*time.Second, a, "q", nil)
 		b := startNode(t, url, nil)
 		// The first grab of a new runner finds nothing: wait until it parked.
 		time.Sleep(500 * time.Millisecond)
@@ -466,10 +468,7 @@ func TestServer_ResumeOnOtherNodeReachesLeaderAtOnce(t *testing.T) {
 		slow := func(c *config.Config) { c.ConfigRefreshInterval, c.NodeTTL = 10*time.Second, 30*time.Second }
 		a := startNode(t, url, slow)
 		setupQueue(t, a, "q", "cat", nil)
-		testworker.WaitFor(t, 10*time.Second, "a leads q", func() bool {
-			code, out := call(t, a, "GET", "/queue/q/node", nil)
-			return code == 200 && out["id"] == a.NodeID()
-		})
+		waitLeads(t, 10*time.Second, a, "q", a)
 		b := startNode(t, url, slow)
 		mustCall(t, a, "POST", "/queue/q/pause", nil)
 		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "held"})

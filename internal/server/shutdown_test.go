@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ func TestServer_StopIsNotHeldByUnusedConnections(t *testing.T) {
 			t.Fatalf("stop: %v", err)
 		}
 		conn.SetReadDeadline(time.Now().Add(time.Second))
-		if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("the unused connection is still open after the stop (read: %v)", err)
 		}
 		if w.Count("in-flight") != 1 {
@@ -51,9 +53,4 @@ func TestServer_StopIsNotHeldByUnusedConnections(t *testing.T) {
 			t.Fatal("the delivered job is still grabbed: not acknowledged before the stop")
 		}
 	})
-}
-
-func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
 }
