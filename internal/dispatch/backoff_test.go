@@ -10,7 +10,7 @@ import (
 func TestRetryDelay_Formula(t *testing.T) {
 	t.Parallel()
 	exp := func(base, limit int, jitter float64) *store.Job {
-		return &store.Job{RetryDelay: base, JobExtra: store.JobExtra{RetryBackoff: store.BackoffExponential, RetryDelayMax: limit, RetryJitter: jitter}}
+		return &store.Job{RetryDelay: base, JobOptions: store.JobOptions{RetryBackoff: store.BackoffExponential, RetryDelayMax: limit, RetryJitter: jitter}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -20,9 +20,9 @@ func TestRetryDelay_Formula(t *testing.T) {
 		want time.Duration
 	}{
 		{"fixed", &store.Job{RetryDelay: 10}, 5, 0.9, 10 * time.Second},
-		{"fixed, empty backoff reads as fixed", &store.Job{RetryDelay: 3, JobExtra: store.JobExtra{RetryBackoff: ""}}, 9, 0, 3 * time.Second},
-		{"fixed with jitter, low end", &store.Job{RetryDelay: 10, JobExtra: store.JobExtra{RetryJitter: 0.5}}, 1, 0, 5 * time.Second},
-		{"fixed with jitter, middle", &store.Job{RetryDelay: 10, JobExtra: store.JobExtra{RetryJitter: 0.5}}, 1, 0.5, 10 * time.Second},
+		{"fixed, empty backoff reads as fixed", &store.Job{RetryDelay: 3, JobOptions: store.JobOptions{RetryBackoff: ""}}, 9, 0, 3 * time.Second},
+		{"fixed with jitter, low end", &store.Job{RetryDelay: 10, JobOptions: store.JobOptions{RetryJitter: 0.5}}, 1, 0, 5 * time.Second},
+		{"fixed with jitter, middle", &store.Job{RetryDelay: 10, JobOptions: store.JobOptions{RetryJitter: 0.5}}, 1, 0.5, 10 * time.Second},
 		{"exponential, first retry is the base", exp(2, 0, 0), 1, 0, 2 * time.Second},
 		{"exponential, 4th retry", exp(2, 0, 0), 4, 0, 16 * time.Second},
 		{"exponential, capped", exp(2, 60, 0), 10, 0, 60 * time.Second},

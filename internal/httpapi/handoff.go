@@ -45,7 +45,7 @@ func (a *API) enqueue(ctx context.Context, p *store.JobInsertParams) (int64, err
 			deliver(&store.Job{
 				ID: res.id, Queue: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
 				State: store.StateGrabbed, Timeout: p.Timeout, MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay,
-				GrabbedBy: node, JobExtra: p.JobExtra,
+				GrabbedBy: node, JobOptions: p.JobOptions,
 			})
 			return res.id, nil
 		}

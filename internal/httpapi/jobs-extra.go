@@ -89,8 +89,8 @@ func checkUniqueKey(k string) error {
 }
 
 // extra returns the request's rowq settings with their defaults.
-func (req *jobRequest) extra() store.JobExtra {
-	return store.JobExtra{
+func (req *jobRequest) extra() store.JobOptions {
+	return store.JobOptions{
 		Priority:      int(valueOr(req.Priority, 0)),
 		UniqueKey:     valueOr(req.UniqueKey, ""),
 		RetryBackoff:  valueOr(req.RetryBackoff, store.BackoffFixed),

@@ -310,7 +310,7 @@ func failEntries(t *testing.T, st store.Store, queue string, n int) []*store.Fai
 	ps := make([]*store.JobInsertParams, n)
 	for i := range ps {
 		ps[i] = &store.JobInsertParams{Queue: queue, Category: "cat", URL: "http://w/", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
-			MaxRetries: 2, RetryDelay: 5, Timeout: 7, JobExtra: store.JobExtra{Priority: 9}}
+			MaxRetries: 2, RetryDelay: 5, Timeout: 7, JobOptions: store.JobOptions{Priority: 9}}
 	}
 	ids, err := st.JobsInsert(ctx, ps)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 
 // Config configures the metrics handler.
 type Config struct {
-	Store   store.Store
+	Store   store.StatsStore
 	Logger  *slog.Logger
 	Version string
 	// Timeout bounds the database read of one scrape (5s).

@@ -2,7 +2,7 @@
 // the counts to the database about once a second, so that the statistics
 // the API reports are true across every node sharing the database and
 // survive restarts, without a database write per job: each node adds its
-// deltas to its own row per queue (store.StatsKeeper), and a read sums the
+// deltas to its own row per queue (store.StatsStore), and a read sums the
 // rows.
 package stats
 
@@ -41,7 +41,7 @@ const (
 
 // Config configures a Recorder.
 type Config struct {
-	Store  store.Store
+	Store  store.StatsStore
 	Logger *slog.Logger
 	Node   string
 	// Interval is how often counts are written (1s).

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// Inspector lists and removes jobs and failure log entries for operators.
+// InspectStore lists and removes jobs and failure log entries for operators.
 // Listings are keyset-paged: each page starts strictly after the sort key
 // of the previous page's last row, so a page costs the same wherever it is
 // and rows inserted or deleted meanwhile never shift the others.
-type Inspector interface {
+type InspectStore interface {
 	// JobsList returns up to p.Limit jobs of p.Queue in p.Kind, ordered by
 	// (next_try, id), ascending or descending, starting after p.After.
 	JobsList(ctx context.Context, p *JobsListParams) ([]*Job, error)
@@ -38,7 +38,7 @@ type JobKey struct {
 	ID      int64
 }
 
-// JobsListParams are the arguments of Inspector.JobsList.
+// JobsListParams are the arguments of InspectStore.JobsList.
 type JobsListParams struct {
 	Queue string
 	Kind  string // JobsGrabbed, JobsWaiting or JobsDeferred
@@ -54,7 +54,7 @@ type FailedKey struct {
 	ID        int64
 }
 
-// FailedJobsListParams are the arguments of Inspector.FailedJobsList.
+// FailedJobsListParams are the arguments of InspectStore.FailedJobsList.
 type FailedJobsListParams struct {
 	Queue string
 	// ByCreated orders by the job's creation (created_at, id) instead of by

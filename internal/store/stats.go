@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// StatsKeeper keeps queue statistics that are true across every node
+// StatsStore keeps queue statistics that are true across every node
 // sharing the database and survive restarts, without a write per job: each
 // node counts in memory and adds its counts to its own row per queue about
 // once a second; a read sums the rows.
-type StatsKeeper interface {
+type StatsStore interface {
 	// StatsAdd adds p.Node's counter deltas to its row of each queue and
 	// sets the row's gauges (busy workers, rates) and updated_at to now.
 	StatsAdd(ctx context.Context, p *StatsAddParams) error
@@ -59,13 +59,13 @@ type StatsDelta struct {
 	PopsPerSecond   float64
 }
 
-// StatsAddParams are the arguments of StatsKeeper.StatsAdd.
+// StatsAddParams are the arguments of StatsStore.StatsAdd.
 type StatsAddParams struct {
 	Node   string
 	Deltas []*StatsDelta
 }
 
-// StatsGetParams are the arguments of StatsKeeper.StatsGet.
+// StatsGetParams are the arguments of StatsStore.StatsGet.
 type StatsGetParams struct {
 	Queue string // "" for every queue
 	// Fresh is how recently a row must have been written for its gauges to
@@ -86,7 +86,7 @@ type QueueStats struct {
 	Active          bool // a live node leads the queue
 }
 
-// StatsFoldParams are the arguments of StatsKeeper.StatsFold.
+// StatsFoldParams are the arguments of StatsStore.StatsFold.
 type StatsFoldParams struct {
 	OlderThan time.Duration
 }

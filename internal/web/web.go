@@ -37,9 +37,19 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"list":  func(v ...any) []any { return v },
 }).ParseFS(files, "templates/*.html"))
 
+// Store is what the dashboard reads: queues with their statistics and
+// leaders, their jobs and failure logs, schedules and locks.
+type Store interface {
+	store.QueueStore
+	store.StatsStore
+	store.InspectStore
+	store.ScheduleStore
+	store.LockStore
+}
+
 // Config configures the dashboard.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Logger  *slog.Logger
 	Version string
 	// CheckName validates a queue name from the URL, as the JSON API

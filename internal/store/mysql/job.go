@@ -126,7 +126,7 @@ func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, 
 		q.WriteString(row)
 		// The driver sends a nil json.RawMessage as NULL.
 		args = append(args, j.Queue, j.Category, j.URL, j.Payload, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
-		args = append(args, extraArgs(&j.JobExtra)...)
+		args = append(args, extraArgs(&j.JobOptions)...)
 		if hold != nil {
 			args = append(args, hold.Node, hold.Lease.Microseconds())
 		}
@@ -367,7 +367,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 				JobID: j.ID, Queue: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
 				Status: p.Status, Code: p.Code, Message: p.Message, FailCount: j.FailCount + 1,
 				FailedAt: now, CreatedAt: j.CreatedAt,
-				Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, JobExtra: j.JobExtra,
+				Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, JobOptions: j.JobOptions,
 			}
 			f.UniqueKey = "" // the key frees when the job leaves the jobs table
 			res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs

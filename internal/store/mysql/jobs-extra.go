@@ -14,7 +14,7 @@ import (
 
 // extraArgs are the values of the columns priority, unique_key,
 // retry_backoff, retry_delay_max and retry_jitter.
-func extraArgs(e *store.JobExtra) []any {
+func extraArgs(e *store.JobOptions) []any {
 	var key any // NULL: no key, and NULLs never collide in jobs_unique
 	if e.UniqueKey != "" {
 		key = e.UniqueKey

@@ -118,7 +118,7 @@ func TestGrab_UsesFetchIndexWithoutFilesort(t *testing.T) {
 		ps := make([]*store.JobInsertParams, 500)
 		for k := range ps {
 			ps[k] = &store.JobInsertParams{Queue: fmt.Sprintf("q%d", i), Category: "c", URL: "http://w/", RunAfter: time.Duration(k%3-1) * time.Hour,
-				JobExtra: store.JobExtra{Priority: k % 4}}
+				JobOptions: store.JobOptions{Priority: k % 4}}
 		}
 		if _, err := s.JobsInsert(ctx, ps); err != nil {
 			t.Fatal(err)

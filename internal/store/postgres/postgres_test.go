@@ -73,7 +73,7 @@ func TestJobsGrab_UsesFetchIndex(t *testing.T) {
 			ps := make([]*store.JobInsertParams, 5000)
 			for i := range ps {
 				ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
-					RunAfter: time.Duration(i%3) * time.Hour, JobExtra: store.JobExtra{Priority: i % 4}}
+					RunAfter: time.Duration(i%3) * time.Hour, JobOptions: store.JobOptions{Priority: i % 4}}
 			}
 			if _, err := s.JobsInsert(ctx, ps); err != nil {
 				t.Fatal(err)

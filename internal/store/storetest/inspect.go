@@ -11,7 +11,7 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// inspectTests are the conformance tests of store.Inspector.
+// inspectTests are the conformance tests of store.InspectStore.
 var inspectTests = []conformanceTest{
 	{"Inspect_JobsListKindsAndOrder", testJobsListKinds},
 	{"Inspect_JobsPagingUnderConcurrentWrites", testJobsPagingConcurrent},

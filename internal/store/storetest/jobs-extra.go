@@ -27,12 +27,12 @@ var jobsExtraTests = []conformanceTest{
 
 func testJobsPush(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
-	extra := store.JobExtra{Priority: 7, UniqueKey: "k1", RetryBackoff: store.BackoffExponential, RetryDelayMax: 60, RetryJitter: 0.25}
+	extra := store.JobOptions{Priority: 7, UniqueKey: "k1", RetryBackoff: store.BackoffExponential, RetryDelayMax: 60, RetryJitter: 0.25}
 	res := must(s.JobsPush(ctx, []*store.JobInsertParams{
-		{Queue: "q", Category: "c", URL: "http://a/1", Payload: json.RawMessage(`{"n":1}`), MaxRetries: 2, RetryDelay: 3, JobExtra: extra},
+		{Queue: "q", Category: "c", URL: "http://a/1", Payload: json.RawMessage(`{"n":1}`), MaxRetries: 2, RetryDelay: 3, JobOptions: extra},
 		{Queue: "q", Category: "c", URL: "http://a/2"},
-		{Queue: "q", Category: "c", URL: "http://a/3", JobExtra: store.JobExtra{UniqueKey: "k1"}}, // same key, same call
-		{Queue: "other", Category: "c", URL: "http://a/4", JobExtra: store.JobExtra{UniqueKey: "k1"}},
+		{Queue: "q", Category: "c", URL: "http://a/3", JobOptions: store.JobOptions{UniqueKey: "k1"}}, // same key, same call
+		{Queue: "other", Category: "c", URL: "http://a/4", JobOptions: store.JobOptions{UniqueKey: "k1"}},
 	}))(t)
 	if len(res) != 4 {
 		t.Fatalf("JobsPush gave %d results, want 4", len(res))
@@ -44,7 +44,7 @@ func testJobsPush(t *testing.T, s store.Store) {
 		t.Fatalf("JobsPush ids = %+v, want distinct new jobs", res)
 	}
 	j := must(s.JobGet(ctx, "q", res[0].ID))(t)
-	if j.JobExtra != extra || j.MaxRetries != 2 || j.RetryDelay != 3 || string(j.Payload) != `{"n":1}` {
+	if j.JobOptions != extra || j.MaxRetries != 2 || j.RetryDelay != 3 || string(j.Payload) != `{"n":1}` {
 		t.Fatalf("JobGet = %+v, want the pushed settings %+v", j, extra)
 	}
 	if got := res[2].Job; got.ID != j.ID || got.URL != "http://a/1" || got.UniqueKey != "k1" {
@@ -56,7 +56,7 @@ func testJobsPush(t *testing.T, s store.Store) {
 
 	// A second push of the key names the pending job, grabbed or not.
 	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 10, Lease: time.Minute}))(t)
-	again := must(s.JobsPush(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/5", JobExtra: store.JobExtra{UniqueKey: "k1"}}}))(t)
+	again := must(s.JobsPush(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/5", JobOptions: store.JobOptions{UniqueKey: "k1"}}}))(t)
 	if !again[0].Existing || again[0].ID != res[0].ID || again[0].Job.State != store.StateGrabbed {
 		t.Fatalf("push of a grabbed key = %+v, want existing job %d", again[0], res[0].ID)
 	}
@@ -64,7 +64,7 @@ func testJobsPush(t *testing.T, s store.Store) {
 	if n := must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n", IDs: []int64{res[0].ID}}))(t); n != 1 {
 		t.Fatalf("JobsComplete = %d", n)
 	}
-	fresh := must(s.JobsPush(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/6", JobExtra: store.JobExtra{UniqueKey: "k1"}}}))(t)
+	fresh := must(s.JobsPush(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/6", JobOptions: store.JobOptions{UniqueKey: "k1"}}}))(t)
 	if fresh[0].Existing || fresh[0].ID == res[0].ID {
 		t.Fatalf("push after completion = %+v, want a new job", fresh[0])
 	}
@@ -88,7 +88,7 @@ func testJobsPushConcurrent(t *testing.T, s store.Store) {
 	for i := range n {
 		wg.Go(func() {
 			res, err := s.JobsPush(ctx, []*store.JobInsertParams{
-				{Queue: "q", Category: "c", URL: fmt.Sprintf("http://a/%d", i), JobExtra: store.JobExtra{UniqueKey: "same"}},
+				{Queue: "q", Category: "c", URL: fmt.Sprintf("http://a/%d", i), JobOptions: store.JobOptions{UniqueKey: "same"}},
 				{Queue: "q", Category: "c", URL: "http://a/plain"},
 			})
 			mu.Lock()
@@ -118,11 +118,11 @@ func testJobsPushConcurrent(t *testing.T, s store.Store) {
 
 func testJobsInsertUniqueConflict(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
-	k := store.JobExtra{UniqueKey: "k"}
-	must(s.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/", JobExtra: k}}))(t)
+	k := store.JobOptions{UniqueKey: "k"}
+	must(s.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/", JobOptions: k}}))(t)
 	_, err := s.JobsInsert(ctx, []*store.JobInsertParams{
 		{Queue: "q", Category: "c", URL: "http://a/"},
-		{Queue: "q", Category: "c", URL: "http://a/", JobExtra: k},
+		{Queue: "q", Category: "c", URL: "http://a/", JobOptions: k},
 	})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("JobsInsert of a taken key err = %v, want ErrConflict", err)
@@ -137,10 +137,10 @@ func testJobsGrabPriority(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	var ps []*store.JobInsertParams
 	for _, p := range []int{0, 5, -3, 5, 1000, -1000, 0} {
-		ps = append(ps, &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", JobExtra: store.JobExtra{Priority: p}})
+		ps = append(ps, &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", JobOptions: store.JobOptions{Priority: p}})
 	}
 	// A deferred job of the highest priority waits for its time.
-	ps = append(ps, &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", RunAfter: time.Hour, JobExtra: store.JobExtra{Priority: 1000}})
+	ps = append(ps, &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", RunAfter: time.Hour, JobOptions: store.JobOptions{Priority: 1000}})
 	ids := must(s.JobsInsert(ctx, ps))(t)
 	want := []int64{ids[4], ids[1], ids[3], ids[0], ids[6], ids[2], ids[5]}
 	got := jobIDs(must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 3, Lease: time.Minute}))(t))
@@ -204,12 +204,12 @@ func failJobs(t *testing.T, s store.Store, queue string, n int, p store.JobInser
 func testFailedJobRetry(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	settings := store.JobInsertParams{Category: "c", URL: "http://a/", Timeout: 9, MaxRetries: 4, RetryDelay: 2,
-		JobExtra: store.JobExtra{Priority: 3, UniqueKey: "u", RetryBackoff: store.BackoffExponential, RetryDelayMax: 50, RetryJitter: 0.5}}
+		JobOptions: store.JobOptions{Priority: 3, UniqueKey: "u", RetryBackoff: store.BackoffExponential, RetryDelayMax: 50, RetryJitter: 0.5}}
 	f := failJobs(t, s, "q", 1, settings)[0]
 	got := must(s.FailedJobGet(ctx, "q", f.ID))(t)
-	wantExtra := settings.JobExtra
+	wantExtra := settings.JobOptions
 	wantExtra.UniqueKey = ""
-	if got.Timeout != 9 || got.MaxRetries != 4 || got.RetryDelay != 2 || got.JobExtra != wantExtra || got.FailCount != 1 {
+	if got.Timeout != 9 || got.MaxRetries != 4 || got.RetryDelay != 2 || got.JobOptions != wantExtra || got.FailCount != 1 {
 		t.Fatalf("failure log entry = %+v, want the job's settings without its key", got)
 	}
 	if _, err := s.FailedJobRetry(ctx, "other", f.ID); !errors.Is(err, store.ErrNotFound) {
@@ -217,7 +217,7 @@ func testFailedJobRetry(t *testing.T, s store.Store) {
 	}
 	j := must(s.FailedJobRetry(ctx, "q", f.ID))(t)
 	if j.ID != f.JobID || j.State != store.StateWaiting || j.FailCount != 0 || j.Timeout != 9 || j.MaxRetries != 4 ||
-		j.RetryDelay != 2 || j.JobExtra != wantExtra || string(j.Payload) != `{"i":0}` || !j.CreatedAt.Equal(f.CreatedAt) {
+		j.RetryDelay != 2 || j.JobOptions != wantExtra || string(j.Payload) != `{"i":0}` || !j.CreatedAt.Equal(f.CreatedAt) {
 		t.Fatalf("FailedJobRetry = %+v, want job %d back with its settings and fail_count 0", j, f.JobID)
 	}
 	if _, err := s.FailedJobGet(ctx, "q", f.ID); !errors.Is(err, store.ErrNotFound) {
@@ -299,7 +299,7 @@ func testJobsPushKeysAnyOrder(t *testing.T, s store.Store) {
 				if g%2 == 1 {
 					k = keys[len(keys)-1-i]
 				}
-				ps[i] = &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", JobExtra: store.JobExtra{UniqueKey: k}}
+				ps[i] = &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://a/", JobOptions: store.JobOptions{UniqueKey: k}}
 			}
 			res, err := s.JobsPush(ctx, ps)
 			mu.Lock()

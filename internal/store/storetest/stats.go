@@ -7,7 +7,7 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// statsTests are the conformance tests of store.StatsKeeper.
+// statsTests are the conformance tests of store.StatsStore.
 var statsTests = []conformanceTest{
 	{"Stats_AddSumsAcrossNodes", testStatsAdd},
 	{"Stats_FoldVanishedNodes", testStatsFold},

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// JobStore writes and reads jobs: enqueue (waiting, or handed off already
+// grabbed), grab, acknowledge, retry, fail and rescue, and the probes that
+// tell a node which of its queues have work.
+type JobStore interface {
+	// JobsInsert stores the jobs in one transaction and returns their ids in
+	// the order given. next_try is the database's now + RunAfter. A job
+	// whose UniqueKey is taken fails the whole call with ErrConflict; use
+	// JobsPush to get the existing job instead.
+	JobsInsert(ctx context.Context, jobs []*JobInsertParams) ([]int64, error)
+	// JobsInsertGrabbed stores the jobs in one transaction as grabbed by
+	// p.Node until now + p.Lease (due now, created now; RunAfter must be 0)
+	// and returns their ids in the order given: the enqueue path gives
+	// them to the local dispatcher with no grab in between (local
+	// hand-off). Crash safety is a grab's: if the node dies, the jobs are
+	// rescued once the lease has passed.
+	JobsInsertGrabbed(ctx context.Context, p *JobsInsertGrabbedParams) ([]int64, error)
+	// JobsPush stores the jobs in one transaction (all or none) and
+	// reports, in the order given, each job's id. A job with a UniqueKey
+	// that a pending job of its queue already holds (or an earlier job of
+	// the same call) is not stored: its result names the holder, with
+	// Existing set. The database's unique index decides, so concurrent
+	// pushes of one key store one job.
+	JobsPush(ctx context.Context, jobs []*JobInsertParams) ([]JobPushed, error)
+	// JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
+	// p.Node until now + p.Lease, highest priority first, then oldest
+	// next_try, and returns them in that order.
+	JobsGrab(ctx context.Context, p *JobsGrabParams) ([]*Job, error)
+	// JobsExtend moves grabbed_until to now + p.Lease for every job of
+	// p.Queue grabbed by p.Node, and returns how many it moved.
+	JobsExtend(ctx context.Context, p *JobsExtendParams) (int64, error)
+	// JobsComplete deletes the given jobs where they are still grabbed by
+	// p.Node, and returns how many it deleted.
+	JobsComplete(ctx context.Context, p *JobsCompleteParams) (int64, error)
+	// JobsRelease puts the given jobs, where they are still grabbed by
+	// p.Node, back to waiting as they were (fail_count and next_try
+	// unchanged), and returns how many it put back.
+	JobsRelease(ctx context.Context, p *JobsReleaseParams) (int64, error)
+	// JobRetry puts a job grabbed by p.Node back to waiting with
+	// fail_count + 1 and next_try = now + p.Delay; ErrNotFound if the job is
+	// not grabbed by p.Node.
+	JobRetry(ctx context.Context, p *JobRetryParams) error
+	// JobFail moves a job grabbed by p.Node to the failure log with
+	// fail_count + 1 and the result, in one transaction; ErrNotFound if the
+	// job is not grabbed by p.Node.
+	JobFail(ctx context.Context, p *JobFailParams) (*FailedJob, error)
+	// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed
+	// back to waiting, and returns how many.
+	JobsRescue(ctx context.Context, queue string) (int64, error)
+	// JobGet returns one job of the queue, or ErrNotFound.
+	JobGet(ctx context.Context, queue string, id int64) (*Job, error)
+
+	// JobsDue returns those of queues that hold a waiting job due now (by
+	// the database's clock), in any order. Its cost grows with the number
+	// of queues, not with their jobs, so that a node's idle queues cost one
+	// query per polling interval, not one each.
+	JobsDue(ctx context.Context, queues []string) ([]string, error)
+	// JobsExpired returns those of queues that hold a grab whose
+	// grabbed_until has passed (as JobsRescue sees it), in any order: the
+	// queues whose rescue has something to do.
+	JobsExpired(ctx context.Context, queues []string) ([]string, error)
+}
+
+// Retry backoff kinds of a job (JobOptions.RetryBackoff).
+const (
+	// BackoffFixed waits RetryDelay before every retry (Fireworq's way).
+	BackoffFixed = "fixed"
+	// BackoffExponential waits min(RetryDelayMax, RetryDelay·2^(n-1))
+	// before the n-th retry.
+	BackoffExponential = "exponential"
+)
+
+// Job is a stored job.
+type Job struct {
+	ID         int64
+	Queue      string
+	Category   string
+	URL        string
+	Payload    json.RawMessage // nil when the job has none
+	State      string          // StateWaiting or StateGrabbed
+	CreatedAt  time.Time
+	NextTry    time.Time
+	Timeout    int // seconds, 0 = none
+	MaxRetries int
+	RetryDelay int // seconds
+	FailCount  int
+	GrabbedBy  string     // node id, "" unless grabbed
+	GrabbedTil *time.Time // nil unless grabbed
+	JobOptions
+}
+
+// JobInsertParams is one job to insert.
+type JobInsertParams struct {
+	Queue      string
+	Category   string
+	URL        string
+	Payload    json.RawMessage // nil for none
+	RunAfter   time.Duration   // delay from the database's now
+	Timeout    int             // seconds
+	MaxRetries int
+	RetryDelay int // seconds
+	JobOptions
+}
+
+// JobsGrabParams are the arguments of JobStore.JobsGrab.
+type JobsGrabParams struct {
+	Queue string
+	Node  string
+	Limit int
+	Lease time.Duration
+}
+
+// JobsExtendParams are the arguments of JobStore.JobsExtend.
+type JobsExtendParams struct {
+	Queue string
+	Node  string
+	Lease time.Duration
+}
+
+// JobsCompleteParams are the arguments of JobStore.JobsComplete.
+type JobsCompleteParams struct {
+	Node string
+	IDs  []int64
+}
+
+// JobsReleaseParams are the arguments of JobStore.JobsRelease.
+type JobsReleaseParams struct {
+	Node string
+	IDs  []int64
+}
+
+// JobRetryParams are the arguments of JobStore.JobRetry.
+type JobRetryParams struct {
+	ID    int64
+	Node  string
+	Delay time.Duration
+}
+
+// JobFailParams are the arguments of JobStore.JobFail.
+type JobFailParams struct {
+	ID      int64
+	Node    string
+	Status  string // worker result: "failure" or "permanent-failure"
+	Code    int    // HTTP status code, 0 when there was no response
+	Message string
+}
+
+// JobsInsertGrabbedParams are the arguments of JobStore.JobsInsertGrabbed.
+type JobsInsertGrabbedParams struct {
+	Node  string
+	Lease time.Duration
+	Jobs  []*JobInsertParams
+}
+
+// JobOptions holds rowq's own job settings beside Fireworq's. It is embedded
+// in Job, JobInsertParams and FailedJob so that every node, and a retry
+// from the failure log, sees the same settings.
+type JobOptions struct {
+	// Priority orders due jobs of a queue: higher first, ties by next_try
+	// then id.
+	Priority int
+	// UniqueKey, when not "", allows one pending job (waiting or grabbed)
+	// per queue and key. The failure log does not keep it.
+	UniqueKey string
+	// RetryBackoff is BackoffFixed or BackoffExponential ("" reads as
+	// fixed).
+	RetryBackoff string
+	// RetryDelayMax caps an exponential delay, in seconds; 0 = no cap.
+	RetryDelayMax int
+	// RetryJitter spreads each retry delay by up to ± this fraction of it
+	// (0..1).
+	RetryJitter float64
+}
+
+// JobPushed is the outcome of one job of JobStore.JobsPush.
+type JobPushed struct {
+	ID int64
+	// Existing is set when a pending job with the same unique key was
+	// found instead of storing a new one; Job is then that job.
+	Existing bool
+	Job      *Job
+}
+
+// KeyedInOrder returns the indexes of the jobs that have a unique key,
+// ordered by queue and key. Dialects insert keyed jobs in this order so
+// that two pushes of the same keys take the index locks in the same order
+// instead of deadlocking.
+func KeyedInOrder(jobs []*JobInsertParams) []int {
+	var idx []int
+	for i, j := range jobs {
+		if j.UniqueKey != "" {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(jobs[a].Queue, jobs[b].Queue), cmp.Compare(jobs[a].UniqueKey, jobs[b].UniqueKey))
+	})
+	return idx
+}

@@ -1,0 +1,54 @@
+package store
+
+import "context"
+
+// QueueStore keeps queues' settings and which node leads each.
+type QueueStore interface {
+	// QueuePut creates the queue or replaces its settings; leadership is kept.
+	QueuePut(ctx context.Context, q *Queue) (*Queue, error)
+	// QueueEnsure creates the queue if it does not exist and returns the
+	// stored queue either way.
+	QueueEnsure(ctx context.Context, q *Queue) (*Queue, error)
+	// QueueGet returns one queue or ErrNotFound.
+	QueueGet(ctx context.Context, name string) (*Queue, error)
+	// QueueList returns all queues ordered by name.
+	QueueList(ctx context.Context) ([]*Queue, error)
+	// QueueDelete removes the queue and returns it, or ErrNotFound. Its jobs
+	// and routings stay stored.
+	QueueDelete(ctx context.Context, name string) (*Queue, error)
+	// QueueSetPaused pauses or resumes the queue and returns it, or
+	// ErrNotFound.
+	QueueSetPaused(ctx context.Context, name string, paused bool) (*Queue, error)
+
+	// QueuesClaim makes p.Node the leader of every queue that has no live
+	// leader (no leader, or a leader whose node registration has expired).
+	QueuesClaim(ctx context.Context, p *QueuesClaimParams) error
+	// QueuesLed returns the queues whose leader is node, ordered by name.
+	QueuesLed(ctx context.Context, node string) ([]*Queue, error)
+	// QueuesRelease gives up every queue led by node.
+	QueuesRelease(ctx context.Context, node string) error
+	// QueueLeader returns the live node leading the queue, or ErrNotFound.
+	QueueLeader(ctx context.Context, queue string) (*Node, error)
+}
+
+// Queue is a queue's settings.
+type Queue struct {
+	Name string
+	// PollingInterval is how often, in milliseconds, the dispatcher looks
+	// for due jobs when nothing woke it.
+	PollingInterval int
+	// MaxWorkers bounds the deliveries in flight for this queue.
+	MaxWorkers int
+	// MaxDispatchesPerSecond throttles deliveries; nil means unlimited.
+	MaxDispatchesPerSecond *float64
+	// MaxBurstSize is the throttle's bucket size; nil means the default.
+	MaxBurstSize *int
+	// Paused queues accept jobs but dispatch none. QueuePut and
+	// QueueEnsure keep it; QueueSetPaused sets it.
+	Paused bool
+}
+
+// QueuesClaimParams are the arguments of QueueStore.QueuesClaim.
+type QueuesClaimParams struct {
+	Node string
+}
