@@ -124,7 +124,7 @@ func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, r
 		Timeout:    int(valueOr(req.Timeout, 0)),
 		MaxRetries: int(valueOr(req.MaxRetries, 0)),
 		RetryDelay: int(valueOr(req.RetryDelay, 0)),
-		JobOptions:   req.extra(),
+		JobOptions: req.extra(),
 	}, nil
 }
 
