@@ -28,17 +28,8 @@ func serve(t *testing.T, dialect string) (*client.Client, store.Store) {
 	return client.New(srv.URL, nil), st
 }
 
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 func TestAcquireRenewRelease(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		c, _ := serve(t, dialect)
 		ctx := t.Context()
 		l, err := c.Acquire(ctx, "report", "a", client.AcquireOptions{TTL: 10 * time.Second})
@@ -75,7 +66,7 @@ func TestAcquireRenewRelease(t *testing.T) {
 
 // Hold keeps the lease past its TTL by renewing it, and releases it after.
 func TestHold_RenewsAndReleases(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		c, _ := serve(t, dialect)
 		ctx := t.Context()
 		var token int64
@@ -111,7 +102,7 @@ func TestHold_RenewsAndReleases(t *testing.T) {
 // When the lease is taken away, Hold cancels the function's context and
 // reports ErrLeaseLost.
 func TestHold_LostLeaseCancelsFunction(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		c, st := serve(t, dialect)
 		var sawCause atomic.Bool
 		err := c.Hold(t.Context(), "job", "me", client.AcquireOptions{TTL: 600 * time.Millisecond}, func(ctx context.Context, l *client.Lease) error {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/mysql"
 	"github.com/rowq/rowq/internal/testworker"
 )
 
@@ -20,7 +20,7 @@ func TestFireworqClientScript(t *testing.T) {
 			t.Fatalf("the Fireworq client script needs %s (scripts/test.sh installs it): %v", tool, err)
 		}
 	}
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			if body == "fail" {
 				return 200, `{"status":"permanent-failure","message":"no such user"}`, 0
@@ -31,7 +31,7 @@ func TestFireworqClientScript(t *testing.T) {
 		env := testEnv(dbURL, "FIREWORQ_QUEUE_DEFAULT=default", "FIREWORQ_QUEUE_DEFAULT_POLLING_INTERVAL=100")
 		if dialect == "mysql" {
 			// A Fireworq deployment names its database with a go-sql-driver DSN.
-			dsn, err := backend.MySQLDSN(dbURL)
+			dsn, err := mysql.DSNFromURL(dbURL)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 // every one of them again once their grab lease has passed.
 func TestServe_KillNineLosesNoHandedOffJob(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		const (
 			n         = 5
 			nodeTTL   = 2 * time.Second

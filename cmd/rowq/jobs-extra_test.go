@@ -35,7 +35,7 @@ func (p *proc) rowqIn(t *testing.T, stdin string, args ...string) (string, int) 
 }
 
 func TestQueueAdditionsCLI(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 500, `{"status":"permanent-failure","message":"no"}`, 0
 		})

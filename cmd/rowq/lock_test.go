@@ -37,7 +37,7 @@ func lockEnv(dbURL, node string) []string {
 // contend for a lock and for a semaphore.
 func TestLock_ContentionAcrossThreeNodes(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		dbURL := dbtest.URL(t, dialect)
 		dir := t.TempDir()
 		var nodes []*client.Client
@@ -176,7 +176,7 @@ func testContendSemaphore(t *testing.T, nodes []*client.Client) {
 // database's clock, and not after.
 func TestLock_VanishedHolderExpires(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		// Long enough that a loaded machine still asks again before the
 		// lease expires.
 		const ttl = 5 * time.Second

@@ -59,16 +59,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// forEachDialect runs fn as a parallel subtest on every backend.
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 // testEnv is the configuration of a test node on dbURL: fast heartbeats,
 // leases and rescues, and no default queue unless extra sets one. Later
 // entries win, so extra overrides these.
@@ -356,7 +346,7 @@ func TestServe_NoFlagsUsesSQLiteAndDelivers(t *testing.T) {
 
 func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 1500 * time.Millisecond
 		})
@@ -409,7 +399,7 @@ func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 
 func TestServe_KillNineLosesNoJob(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		const (
 			n          = 300
 			maxWorkers = 20
@@ -625,7 +615,7 @@ func TestMigrate_WaitsForTheDatabase(t *testing.T) {
 
 func TestMigrate_AppliesSchema(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		dir := t.TempDir()
 		migrate := func(name, dbURL string) *proc {
 			return start(t, name, dir, nil, "migrate", "--database-url", dbURL)

@@ -137,7 +137,7 @@ func gaps(ticks []time.Time) []time.Time {
 
 func TestSchedule_ThreeNodesFireEachTickOnce(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		nodes := scheduleNodes(t, dbURL, t.TempDir(), 3)
@@ -182,7 +182,7 @@ func TestSchedule_ThreeNodesFireEachTickOnce(t *testing.T) {
 
 func TestSchedule_MisfireAfterEveryNodeStopped(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		dir := t.TempDir()
@@ -251,7 +251,7 @@ func TestSchedule_MisfireAfterEveryNodeStopped(t *testing.T) {
 
 func TestSchedule_OverlapSkipWithSlowWorker(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		var mu sync.Mutex
 		maxOpen := 0
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {

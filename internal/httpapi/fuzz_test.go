@@ -45,7 +45,7 @@ func FuzzAPI(f *testing.F) {
 // that the others accept must not become a 5xx.
 func TestAPI_FuzzSeedsOnEveryDialect(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		api := fuzzAPI(t, dbtest.Open(t, dialect))
 		for _, s := range fuzzSeeds {
 			if code, answer := fuzzRequest(api, uint8(s.method), s.path, s.query, []byte(s.body)); code >= 500 {

@@ -48,17 +48,6 @@ func setupDialect(t *testing.T, dialect string, tweak func(*httpapi.Config)) *bu
 	return setup(t, dbtest.Open(t, dialect), tweak)
 }
 
-// forEachDialect runs fn as a parallel subtest on every backend.
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	t.Helper()
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 // response is an answer read in full.
 type response struct {
 	status int

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
 type listedJob struct {
@@ -95,7 +96,7 @@ func jobID(j *listedJob) int64 { return j.ID }
 
 func TestInspect_JobListings(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		b.ok(t, "PUT", "/routing/c", `{"queue_name":"q"}`, nil)
@@ -175,7 +176,7 @@ func TestInspect_JobListings(t *testing.T) {
 
 func TestInspect_FailedListing(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		b.ok(t, "PUT", "/routing/c", `{"queue_name":"q"}`, nil)
@@ -283,7 +284,7 @@ func otherCursor(l string) string {
 // is listed twice and none that existed throughout is missed.
 func TestInspect_PagingUnderConcurrentWrites(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		ctx := context.Background()

@@ -124,7 +124,7 @@ func TestJobsExtra_BadInput(t *testing.T) {
 
 func TestPushJobs_OrderUniqueAndAllOrNothing(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		b.ok(t, "PUT", "/queue/r", "", nil)
@@ -196,7 +196,7 @@ func countJobs(t *testing.T, st store.Store, queue string) int {
 // stored, every answer names it, and the plain jobs get their own ids.
 func TestPushJob_UniqueKeyConcurrent(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
@@ -259,7 +259,7 @@ func TestPushJob_UniqueKeyConcurrent(t *testing.T) {
 
 func TestQueues_PauseResume(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		var q struct {
 			Name       string `json:"name"`
@@ -330,7 +330,7 @@ func failEntries(t *testing.T, st store.Store, queue string, n int) []*store.Fai
 
 func TestFailedJobs_RetryAndDelete(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		fs := failEntries(t, b.st, "q", 6)
 
@@ -380,7 +380,7 @@ func TestFailedJobs_RetryAndDelete(t *testing.T) {
 // transaction takes.
 func TestFailedJobs_BulkRetryManyChunks(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		failEntries(t, b.st, "q", 1100)
 		var n map[string]int

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
 // jobAnswer is the answer to POST /job/{category} as a client decodes it.
@@ -43,7 +44,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 
 func TestPushJob_Answer(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 		b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
@@ -127,7 +128,7 @@ func TestPushJob_Answer(t *testing.T) {
 
 func TestPushJob_Routing(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := setupDialect(t, dialect, nil).st
 		// Two APIs on one database: with and without a default queue.
 		withDefault := setup(t, st, func(c *httpapi.Config) { c.DefaultQueue = "default" })
@@ -183,7 +184,7 @@ func TestPushJob_Routing(t *testing.T) {
 func TestPushJob_Concurrent(t *testing.T) {
 	t.Parallel()
 	const n = 200
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, func(c *httpapi.Config) { c.DefaultQueue = "q" })
 		b.ok(t, "PUT", "/queue/q", "", nil)
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
 // lease is a lease as the API answers it.
@@ -32,7 +33,7 @@ type lockAnswer struct {
 
 // Bad input is refused with a 400 naming the field, and takes nothing.
 func TestLock_BadInput(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) { testLockBadInput(t, setupDialect(t, dialect, nil)) })
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) { testLockBadInput(t, setupDialect(t, dialect, nil)) })
 }
 
 func testLockBadInput(t *testing.T, b *bundle) {
@@ -100,7 +101,7 @@ func testLockBadInput(t *testing.T, b *bundle) {
 }
 
 func TestLock_LifecycleOverHTTP(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		var a lease
 		b.ok(t, "PUT", "/lock/deploy:prod", `{"owner": "host-a:41", "ttl": 30.5}`, &a)
@@ -189,7 +190,7 @@ func TestLock_LifecycleOverHTTP(t *testing.T) {
 }
 
 func TestLock_SemaphoreAndListing(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		for i := range 3 {
 			b.ok(t, "PUT", "/lock/pool", fmt.Sprintf(`{"owner": "w%d", "ttl": 60, "limit": 3}`, i), nil)
@@ -232,7 +233,7 @@ func TestLock_SemaphoreAndListing(t *testing.T) {
 // A waiter whose client goes away stops waiting: it does not take the lock
 // when it comes free.
 func TestLock_WaiterGoneTakesNothing(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		var a lease
 		b.ok(t, "PUT", "/lock/l", `{"owner": "a", "ttl": 60}`, &a)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
 // queueAnswer is the Fireworq queue object as a client decodes it.
@@ -50,7 +51,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestQueues_CRUD(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 
 		// An empty list is an empty array, not null.
@@ -133,7 +134,7 @@ func TestQueues_CRUD(t *testing.T) {
 
 func TestQueueNode_Leader(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q", "", nil)
 
@@ -162,7 +163,7 @@ func TestQueueNode_Leader(t *testing.T) {
 
 func TestRoutings_CRUD(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, nil)
 		b.ok(t, "PUT", "/queue/q1", "", nil)
 		b.ok(t, "PUT", "/queue/q2", "", nil)

@@ -19,7 +19,7 @@ import (
 // within the cache's TTL, and a 404 is never cached.
 func TestRouteCache_Changes(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := setupDialect(t, dialect, nil).st
 		const ttl = 300 * time.Millisecond
 		cached := func(c *httpapi.Config) { c.RouteCacheTTL = ttl }

@@ -39,7 +39,7 @@ type runOut struct {
 
 func TestSchedule_Lifecycle(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, func(c *httpapi.Config) { c.DefaultQueue = "q" })
 		b.ok(t, "PUT", "/queue/q", `{}`, nil)
 		var sc scheduleOut

@@ -17,16 +17,6 @@ import (
 	"github.com/rowq/rowq/internal/testworker"
 )
 
-// forEachDialect runs fn as a parallel subtest on every backend.
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 // newService starts a Service on a store and stops it when the test ends.
 func newService(t *testing.T, st store.Store, poll time.Duration) *lock.Service {
 	t.Helper()
@@ -75,7 +65,7 @@ func waitResult(t *testing.T, ch <-chan result) result {
 // A waiter on the node that serves the release is woken by it: with a poll
 // interval of an hour, nothing else could give it the lock within its wait.
 func TestAcquire_WaitWokenByReleaseOnSameNode(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := newService(t, dbtest.Open(t, dialect), time.Hour)
 		held := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Hour, Limit: 1})
 		ch := acquireAsync(t.Context(), s, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1, Wait: 30 * time.Second})
@@ -96,7 +86,7 @@ func TestAcquire_WaitWokenByReleaseOnSameNode(t *testing.T) {
 // A waiter on another node is woken by NOTIFY on PostgreSQL (its poll
 // interval is an hour there) and by polling elsewhere.
 func TestAcquire_WaitWokenByReleaseOnOtherNode(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		url := dbtest.URL(t, dialect)
 		poll := lock.DefaultPollInterval
 		if dialect == "postgres" {
@@ -120,7 +110,7 @@ func TestAcquire_WaitWokenByReleaseOnOtherNode(t *testing.T) {
 // A waiter sees an expired lease as free, and gives up when its wait ends,
 // naming the holders.
 func TestAcquire_WaitForExpiryAndDeadline(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := newService(t, dbtest.Open(t, dialect), 0)
 		held := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "crashed", TTL: 500 * time.Millisecond, Limit: 1})
 		l := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "next", TTL: time.Hour, Limit: 1, Wait: 30 * time.Second})
@@ -143,7 +133,7 @@ func TestAcquire_WaitForExpiryAndDeadline(t *testing.T) {
 // A waiter whose caller goes away stops waiting, and waiters queued
 // behind it on the node still get the lock.
 func TestAcquire_CancelledWaiterStops(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := newService(t, dbtest.Open(t, dialect), time.Hour)
 		held := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Hour, Limit: 1})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -164,7 +154,7 @@ func TestAcquire_CancelledWaiterStops(t *testing.T) {
 }
 
 func TestRenewRelease_NotHeld(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := newService(t, dbtest.Open(t, dialect), 0)
 		l := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Hour, Limit: 1})
 		if _, err := s.Renew(t.Context(), &store.LockRenewParams{Name: "l", Owner: "a", Token: l.Token + 1, TTL: time.Minute}); !errors.Is(err, lock.ErrNotHeld) {

@@ -13,15 +13,6 @@ import (
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 func dummyJob() *store.JobInsertParams { return &store.JobInsertParams{Queue: "q"} }
 
 func TestPlan_Misfire(t *testing.T) {
@@ -128,7 +119,7 @@ func TestScheduler_DST(t *testing.T) {
 		{"Berlin fall interval keeps spacing", "@every 45m", "Europe/Berlin", "2026-10-24T23:50:00Z", "2026-10-25T02:00:00Z",
 			[]string{"2026-10-25T00:00:00Z", "2026-10-25T00:45:00Z", "2026-10-25T01:30:00Z"}},
 	}
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := dbtest.Open(t, dialect)
 		ctx := context.Background()
 		if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
@@ -192,7 +183,7 @@ func TestScheduler_DST(t *testing.T) {
 // database with one injected clock, all looking at the same moments.
 func TestScheduler_RacingNodesFireEachTickOnce(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := dbtest.Open(t, dialect)
 		ctx := context.Background()
 		if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
@@ -251,7 +242,7 @@ func TestScheduler_RacingNodesFireEachTickOnce(t *testing.T) {
 // schedule moves on.
 func TestScheduler_UnroutableTickIsRecorded(t *testing.T) {
 	t.Parallel()
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := dbtest.Open(t, dialect)
 		ctx := context.Background()
 		tick := utc("2026-06-01T00:00:00Z")

@@ -25,7 +25,7 @@ func steadyLeader(c *config.Config) { c.NodeTTL = 10 * time.Second }
 // grabbed by that node when the enqueue is answered, also while grabs run
 // for jobs that came another way.
 func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			if strings.Contains(body, "held") {
 				return 200, `{"status":"success"}`, 2 * time.Second
@@ -96,7 +96,7 @@ func TestHandoff_JobIsGrabbedWhenAnswered(t *testing.T) {
 // worker slots, and checks that no more than max_workers deliveries run at
 // once and every job is delivered exactly once.
 func TestHandoff_MaxWorkersHolds(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		const (
 			n          = 300
 			maxWorkers = 4
@@ -139,7 +139,7 @@ func TestHandoff_MaxWorkersHolds(t *testing.T) {
 // job enqueued while older jobs wait for a worker slot is delivered after
 // them, not handed the next free slot.
 func TestHandoff_WaitsBehindBacklog(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			if body == "A" {
 				return 200, `{"status":"success"}`, time.Second

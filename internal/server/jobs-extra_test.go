@@ -13,7 +13,7 @@ import (
 // TestServer_PauseHoldsJobsAndResumeDispatches pauses a queue: it accepts
 // jobs but delivers none until resumed, and then delivers in priority order.
 func TestServer_PauseHoldsJobsAndResumeDispatches(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		var (
 			mu    sync.Mutex
 			order []string
@@ -53,7 +53,7 @@ func TestServer_PauseHoldsJobsAndResumeDispatches(t *testing.T) {
 // TestServer_RetryAfterOverridesDelay has a worker ask for a retry in one
 // second of a job whose retry_delay is an hour.
 func TestServer_RetryAfterOverridesDelay(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			if attempt == 1 || body == "no-retries-left" {
 				return 503, `{"status":"failure","message":"busy","retry_after":1}`, 0
@@ -80,7 +80,7 @@ func TestServer_RetryAfterOverridesDelay(t *testing.T) {
 // TestServer_ExponentialBackoff checks the gaps between the retries of a
 // job with retry_backoff exponential: 1 s, then 2 s.
 func TestServer_ExponentialBackoff(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 500, `{"status":"failure"}`, 0
 		})
@@ -106,7 +106,7 @@ func TestServer_ExponentialBackoff(t *testing.T) {
 // TestServer_FailedJobRetryDeliversAgain retries a failed job from the
 // failure log: it is delivered again under its old id.
 func TestServer_FailedJobRetryDeliversAgain(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			if attempt == 1 {
 				return 200, `{"status":"permanent-failure"}`, 0
@@ -136,7 +136,7 @@ func TestServer_FailedJobRetryDeliversAgain(t *testing.T) {
 // TestServer_UniqueKeyAcrossNodes enqueues one key through two nodes at
 // once: one job, every answer names it, and it is delivered once.
 func TestServer_UniqueKeyAcrossNodes(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		url := dbtest.URL(t, dialect)
 		a := startNode(t, url, nil)
@@ -177,7 +177,7 @@ func TestServer_UniqueKeyAcrossNodes(t *testing.T) {
 // TestServer_PushJobsDelivered enqueues a batch with POST /jobs: every job
 // is delivered once.
 func TestServer_PushJobsDelivered(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 20})

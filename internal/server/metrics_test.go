@@ -50,7 +50,7 @@ func scrape(t *testing.T, s *server.Server) map[string]float64 {
 // permanent failure, /metrics reports the queue's counters and gauges,
 // and a second node on the same database reports the same values.
 func TestServer_MetricsReportQueueStatistics(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			if body == "bad" {
 				return 422, `{"status":"permanent-failure"}`, 0

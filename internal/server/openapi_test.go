@@ -151,7 +151,7 @@ func init() {
 }
 
 func TestOpenAPI_RealAnswersMatch(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		doc := loadOpenAPI(t)
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			switch body {

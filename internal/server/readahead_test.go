@@ -53,7 +53,7 @@ func grabbed(t *testing.T, s *server.Server, q string) int {
 // read-ahead back to waiting at once (not after the grab lease), and every
 // job is still delivered exactly once.
 func TestServer_ReadAheadGoesBackOnPauseAndStop(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		g := newGate()
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			g.wait()

@@ -22,16 +22,6 @@ import (
 	"github.com/rowq/rowq/internal/testworker"
 )
 
-// forEachDialect runs fn as a parallel subtest on every backend.
-func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
-	for _, d := range dbtest.Dialects {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
 func testConfig(dbURL string) config.Config {
 	cfg := config.Default()
 	cfg.Bind = "127.0.0.1:0"
@@ -168,7 +158,7 @@ func failedEntry(t *testing.T, s *server.Server, queue string, jobID int64) *sto
 }
 
 func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 50})
@@ -205,7 +195,7 @@ func TestServer_DeliversThousandJobsExactlyOnce(t *testing.T) {
 }
 
 func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			if attempt == 1 {
 				return 500, `{"status":"failure","message":"try again"}`, 0
@@ -236,7 +226,7 @@ func TestServer_FailureThenSuccessOnRetry(t *testing.T) {
 }
 
 func TestServer_PermanentFailureGoesToFailureLog(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 422, `{"status":"permanent-failure","message":"bad input: no such user"}`, 0
 		})
@@ -256,7 +246,7 @@ func TestServer_PermanentFailureGoesToFailureLog(t *testing.T) {
 }
 
 func TestServer_RetriesExhaustedGoToFailureLog(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) { return 200, `not json at all`, 0 })
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
@@ -273,7 +263,7 @@ func TestServer_RetriesExhaustedGoToFailureLog(t *testing.T) {
 }
 
 func TestServer_HangingWorkerTimesOut(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) { return 200, `{"status":"success"}`, 30 * time.Second })
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
@@ -291,7 +281,7 @@ func TestServer_HangingWorkerTimesOut(t *testing.T) {
 }
 
 func TestServer_RunAfterIsRespected(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", nil)
@@ -309,7 +299,7 @@ func TestServer_RunAfterIsRespected(t *testing.T) {
 }
 
 func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"polling_interval": 60000})
@@ -327,7 +317,7 @@ func TestServer_NewJobIsDispatchedAtOnce(t *testing.T) {
 }
 
 func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		st := dbtest.OpenURL(t, dbURL)
@@ -357,7 +347,7 @@ func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
 }
 
 func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 2 * time.Millisecond
 		})
@@ -400,7 +390,7 @@ func TestServer_TwoNodesDeliverNoJobTwice(t *testing.T) {
 }
 
 func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		dbURL := dbtest.URL(t, dialect)
 		a := startNode(t, dbURL, nil)
@@ -417,7 +407,7 @@ func TestServer_TakeoverAfterLeaderStops(t *testing.T) {
 }
 
 func TestServer_NewQueueIsClaimedAtOnce(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), func(c *config.Config) {
 			c.ConfigRefreshInterval = 10 * time.Second
@@ -437,7 +427,7 @@ func TestServer_NewQueueIsClaimedAtOnce(t *testing.T) {
 // that does not lead the queue: it nudges the leader, so the job is
 // delivered long before the leader's next look (polling_interval 60 s).
 func TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		url := dbtest.URL(t, dialect)
 		a := startNode(t, url, nil)
@@ -462,7 +452,7 @@ func TestServer_JobEnqueuedOnOtherNodeIsDispatchedAtOnce(t *testing.T) {
 // node dispatches its waiting job at once: the other node nudges the
 // leader to re-read the queue instead of leaving it to the next cycle.
 func TestServer_ResumeOnOtherNodeReachesLeaderAtOnce(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		url := dbtest.URL(t, dialect)
 		slow := func(c *config.Config) { c.ConfigRefreshInterval, c.NodeTTL = 10*time.Second, 30*time.Second }

@@ -20,7 +20,7 @@ import (
 // 3 s shutdown timeout is not spent on it: the stop reports no error and
 // the delivery in flight is acknowledged.
 func TestServer_StopIsNotHeldByUnusedConnections(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, time.Second
 		})

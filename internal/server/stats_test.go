@@ -14,7 +14,7 @@ import (
 // one database and checks that either node reports the same counters, and
 // that they survive a restart of every node.
 func TestServer_StatsAcrossNodesAndRestarts(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
 			switch {
 			case body == "perm":

@@ -15,7 +15,7 @@ import (
 // the other 15 take at least 3 seconds. Only lower bounds on time are
 // checked, so a slow machine cannot fail the test.
 func TestServer_ThrottleBoundsDispatches(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		// The burst is left to its default: one second's worth, 5.

@@ -29,11 +29,7 @@ func Open(databaseURL string) (store.Store, error) {
 	}
 	switch scheme {
 	case "mysql":
-		dsn, err := MySQLDSN(databaseURL)
-		if err != nil {
-			return nil, err
-		}
-		return mysql.Open(dsn)
+		return mysql.OpenURL(databaseURL)
 	case "postgres", "postgresql":
 		return postgres.Open(databaseURL)
 	case "sqlite", "sqlite3":
@@ -45,38 +41,6 @@ func Open(databaseURL string) (store.Store, error) {
 	default:
 		return nil, fmt.Errorf("database URL %q: unknown scheme %q, want mysql, postgres or sqlite", Redact(databaseURL), scheme)
 	}
-}
-
-// MySQLDSN turns mysql://user:pass@host:port/db?params into the
-// go-sql-driver DSN user:pass@tcp(host:port)/db?params.
-func MySQLDSN(databaseURL string) (string, error) {
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		return "", fmt.Errorf("database URL: %w", err)
-	}
-	cfg := gomysql.NewConfig()
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.Net = "tcp"
-	cfg.Addr = u.Host
-	if u.Port() == "" && u.Host != "" {
-		cfg.Addr = u.Host + ":3306"
-	}
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	if cfg.DBName == "" {
-		return "", fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", Redact(databaseURL))
-	}
-	dsn := cfg.FormatDSN()
-	if u.RawQuery != "" {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		dsn += sep + u.RawQuery
-	}
-	return dsn, nil
 }
 
 // Redact hides the password of a database URL or DSN for logs and /settings.

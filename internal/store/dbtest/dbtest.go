@@ -22,10 +22,23 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/store/mysql"
 )
 
 // Dialects lists every backend the conformance and end-to-end tests run on.
 var Dialects = []string{"mysql", "postgres", "sqlite"}
+
+// ForEachDialect runs fn as a parallel subtest named after each dialect of
+// Dialects.
+func ForEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
+	t.Helper()
+	for _, d := range Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
 
 // Server URLs of the test database servers.
 var (
@@ -49,7 +62,7 @@ func URL(t testing.TB, dialect string) string {
 	case "sqlite":
 		return "sqlite://" + filepath.Join(t.TempDir(), "rowq.db")
 	case "mysql":
-		dsn, err := backend.MySQLDSN(MySQLURL)
+		dsn, err := mysql.DSNFromURL(MySQLURL)
 		if err != nil {
 			t.Fatal(err)
 		}

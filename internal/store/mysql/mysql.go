@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,49 @@ func Open(dsn string) (*Store, error) {
 	db.SetMaxIdleConns(48)
 	db.SetConnMaxLifetime(3 * time.Minute)
 	return &Store{db: db}, nil
+}
+
+// OpenURL opens a pool on a mysql://user:pass@host:3306/db?params URL
+// (see DSNFromURL), as Open does.
+func OpenURL(databaseURL string) (*Store, error) {
+	dsn, err := DSNFromURL(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return Open(dsn)
+}
+
+// DSNFromURL turns mysql://user:pass@host:port/db?params into the
+// go-sql-driver DSN user:pass@tcp(host:port)/db?params; the port defaults
+// to 3306.
+func DSNFromURL(databaseURL string) (string, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return "", fmt.Errorf("database URL: %w", err)
+	}
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" && u.Host != "" {
+		cfg.Addr = u.Host + ":3306"
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" {
+		return "", fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", u.Redacted())
+	}
+	dsn := cfg.FormatDSN()
+	if u.RawQuery != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + u.RawQuery
+	}
+	return dsn, nil
 }
 
 // connector sets the isolation level on each new connection: no session

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
-	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/mysql"
 	"github.com/rowq/rowq/internal/store/storetest"
@@ -38,7 +37,7 @@ func TestOpen_ForcesSessionSettings(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
+	dsn, err := mysql.DSNFromURL(dbtest.URL(t, "mysql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +207,7 @@ func BenchmarkJobs_InsertGrabComplete(b *testing.B) {
 // tests need its DB) on a fresh, migrated database, closed when t ends.
 func openMigrated(ctx context.Context, t *testing.T) *mysql.Store {
 	t.Helper()
-	dsn, err := backend.MySQLDSN(dbtest.URL(t, "mysql"))
+	dsn, err := mysql.DSNFromURL(dbtest.URL(t, "mysql"))
 	if err != nil {
 		t.Fatal(err)
 	}
