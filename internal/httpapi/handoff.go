@@ -41,12 +41,7 @@ func (a *API) enqueue(ctx context.Context, p *store.JobInsertParams) (int64, err
 				release()
 				return 0, err
 			}
-			node, _ := a.cfg.Handoff.Holder()
-			deliver(&store.Job{
-				ID: res.id, Queue: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
-				State: store.StateGrabbed, Timeout: p.Timeout, MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay,
-				GrabbedBy: node, JobOptions: p.JobOptions,
-			})
+			deliver(res.job)
 			return res.id, nil
 		}
 	}
@@ -66,17 +61,17 @@ func (a *API) enqueue(ctx context.Context, p *store.JobInsertParams) (int64, err
 // insertGrabbedJobs is insertJobs for handed-off jobs.
 func (a *API) insertGrabbedJobs(ctx context.Context, jobs []*store.JobInsertParams) ([]inserted, error) {
 	node, lease := a.cfg.Handoff.Holder()
-	insert := func(jobs []*store.JobInsertParams) ([]int64, error) {
+	insert := func(jobs []*store.JobInsertParams) ([]*store.Job, error) {
 		return a.cfg.Store.JobsInsertGrabbed(ctx, &store.JobsInsertGrabbedParams{Node: node, Lease: lease, Jobs: jobs})
 	}
-	ids, err := insert(jobs)
+	stored, err := insert(jobs)
 	if err != nil && (len(jobs) == 1 || errors.Is(err, store.ErrUnavailable)) {
 		return nil, err
 	}
 	res := make([]inserted, len(jobs))
 	if err == nil {
-		for i, id := range ids {
-			res[i].id = id
+		for i, j := range stored {
+			res[i].id, res[i].job = j.ID, j
 		}
 		return res, nil
 	}
@@ -87,7 +82,7 @@ func (a *API) insertGrabbedJobs(ctx context.Context, jobs []*store.JobInsertPara
 			res[i].err = err
 			continue
 		}
-		res[i].id = one[0]
+		res[i].id, res[i].job = one[0].ID, one[0]
 	}
 	return res, nil
 }

@@ -159,6 +159,7 @@ func (a *API) route(ctx context.Context, category string) (string, error) {
 // inserted is one job's outcome in a group commit.
 type inserted struct {
 	id  int64
+	job *store.Job // the stored job, for handed-off jobs
 	err error
 }
 

@@ -19,11 +19,11 @@ type JobStore interface {
 	JobsInsert(ctx context.Context, jobs []*JobInsertParams) ([]int64, error)
 	// JobsInsertGrabbed stores the jobs in one transaction as grabbed by
 	// p.Node until now + p.Lease (due now, created now; RunAfter must be 0)
-	// and returns their ids in the order given: the enqueue path gives
-	// them to the local dispatcher with no grab in between (local
+	// and returns them as stored, in the order given: the enqueue path
+	// gives them to the local dispatcher with no grab in between (local
 	// hand-off). Crash safety is a grab's: if the node dies, the jobs are
 	// rescued once the lease has passed.
-	JobsInsertGrabbed(ctx context.Context, p *JobsInsertGrabbedParams) ([]int64, error)
+	JobsInsertGrabbed(ctx context.Context, p *JobsInsertGrabbedParams) ([]*Job, error)
 	// JobsPush stores the jobs in one transaction (all or none) and
 	// reports, in the order given, each job's id. A job with a UniqueKey
 	// that a pending job of its queue already holds (or an earlier job of
@@ -159,6 +159,27 @@ type JobsInsertGrabbedParams struct {
 	Node  string
 	Lease time.Duration
 	Jobs  []*JobInsertParams
+}
+
+// GrabbedJob returns the job JobsInsertGrabbed stores for p with this id,
+// created (and due) at created plus RunAfter, grabbed by node until until,
+// with p's settings as every dialect stores them (no payload as nil, an
+// empty backoff as BackoffFixed). Dialects that know the row's id and times
+// without reading the row back build their result with it.
+func (p *JobInsertParams) GrabbedJob(id int64, node string, created, nextTry, until time.Time) *Job {
+	j := &Job{
+		ID: id, Queue: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
+		State: StateGrabbed, CreatedAt: created, NextTry: nextTry,
+		Timeout: p.Timeout, MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay,
+		GrabbedBy: node, GrabbedTil: &until, JobOptions: p.JobOptions,
+	}
+	if len(j.Payload) == 0 {
+		j.Payload = nil
+	}
+	if j.RetryBackoff == "" {
+		j.RetryBackoff = BackoffFixed
+	}
+	return j
 }
 
 // JobOptions holds rowq's own job settings beside Fireworq's. It is embedded

@@ -29,3 +29,10 @@ const (
 	ExtendSQL   = extendSQL
 	RescueSQL   = rescueSQL
 )
+
+// WithoutReturning makes the store insert as on MySQL, which has no
+// INSERT … RETURNING, on a MariaDB server too.
+func (s *Store) WithoutReturning() {
+	s.noReturning = true
+	s.returning.Store(false)
+}

@@ -56,16 +56,15 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	ids, err := s.jobsInsert(ctx, jobs, nil)
+	ids, err := s.jobsInsert(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), mapErr(err))
 	}
 	return ids, nil
 }
 
-// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
-// hold.Node until NOW(6) + hold.Lease (local hand-off).
-func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams) ([]int64, error) {
+// jobsInsert inserts jobs waiting, with one INSERT per chunk.
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
 	step, err := s.autoIncrementStep(ctx)
 	if err != nil {
 		return nil, err
@@ -75,11 +74,11 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, h
 	err = retry(ctx, func() error {
 		ids = ids[:0]
 		if len(chunks) == 1 {
-			return insertChunk(ctx, s.db, chunks[0], hold, step, &ids)
+			return insertChunk(ctx, s.db, chunks[0], step, &ids)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			for _, c := range chunks {
-				if err := insertChunk(ctx, tx, c, hold, step, &ids); err != nil {
+				if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
 					return err
 				}
 			}
@@ -108,30 +107,14 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 // A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
 // consecutive ids (in steps of @@auto_increment_increment) in every
 // innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
-func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams, step int64, ids *[]int64) error {
-	var q strings.Builder
-	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
-		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
-		VALUES `)
-	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, '', NOW(6))"
-	if hold != nil {
-		row = "(?, ?, ?, ?, 'grabbed', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NOW(6) + INTERVAL ? MICROSECOND)"
-	}
-	args := make([]any, 0, 15*len(jobs))
-	for i, j := range jobs {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(row)
-		// The driver sends a nil json.RawMessage as NULL.
-		args = append(args, j.Queue, j.Category, j.URL, j.Payload, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
-		args = append(args, extraArgs(&j.JobOptions)...)
-		if hold != nil {
-			args = append(args, hold.Node, hold.Lease.Microseconds())
-		}
-	}
-	res, err := db.ExecContext(ctx, q.String(), args...)
+func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+	q, args := insertSQL(jobs, nil, nil)
+	return execInsert(ctx, db, q, args, len(jobs), step, ids)
+}
+
+// execInsert runs the INSERT q of n rows and appends their ids.
+func execInsert(ctx context.Context, db execer, q string, args []any, n int, step int64, ids *[]int64) error {
+	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -139,29 +122,76 @@ func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, 
 	if err != nil {
 		return err
 	}
-	n, err := res.RowsAffected()
+	rows, err := res.RowsAffected()
 	if err != nil {
 		return err
 	}
-	if n != int64(len(jobs)) {
-		return fmt.Errorf("inserted %d rows, want %d", n, len(jobs))
+	if rows != int64(n) {
+		return fmt.Errorf("inserted %d rows, want %d", rows, n)
 	}
-	for i := range jobs {
+	for i := range n {
 		*ids = append(*ids, first+int64(i)*step)
 	}
 	return nil
 }
 
-// autoIncrementStep reads @@auto_increment_increment once. It is read on
-// first use rather than in Open so that Open does not need the server.
+// insertSQL is the multi-row INSERT of jobs and its arguments: waiting
+// jobs due at NOW(6) + RunAfter, or, with a holder, jobs grabbed by
+// hold.Node until NOW(6) + hold.Lease (local hand-off). With at, the
+// statement takes *at for NOW(6).
+func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams, at *time.Time) (string, []any) {
+	now := "NOW(6)"
+	if at != nil {
+		now = "CAST(? AS DATETIME(6))"
+	}
+	var q strings.Builder
+	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
+		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
+		VALUES `)
+	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, '', NOW(6))"
+	if hold != nil {
+		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND)"
+	}
+	args := make([]any, 0, 18*len(jobs))
+	for i, j := range jobs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(row)
+		// The driver sends a nil json.RawMessage as NULL.
+		args = append(args, j.Queue, j.Category, j.URL, j.Payload)
+		if at != nil {
+			args = append(args, *at, *at)
+		}
+		args = append(args, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
+		args = append(args, optionArgs(&j.JobOptions)...)
+		if hold != nil {
+			args = append(args, hold.Node)
+			if at != nil {
+				args = append(args, *at)
+			}
+			args = append(args, hold.Lease.Microseconds())
+		}
+	}
+	return q.String(), args
+}
+
+// autoIncrementStep reads @@auto_increment_increment once, and whether
+// the server takes INSERT … RETURNING (MariaDB 10.5+ does, MySQL does not).
+// They are read on first use rather than in Open so that Open does not
+// need the server.
 func (s *Store) autoIncrementStep(ctx context.Context) (int64, error) {
 	if step := s.idStep.Load(); step > 0 {
 		return step, nil
 	}
 	var step int64
-	if err := s.db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT @@auto_increment_increment").Scan(&step); err != nil {
+	var mariadb bool
+	err := s.db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT @@auto_increment_increment, VERSION() LIKE '%MariaDB%'").Scan(&step, &mariadb)
+	if err != nil {
 		return 0, err
 	}
+	s.returning.Store(mariadb && !s.noReturning)
 	s.idStep.Store(step)
 	return step, nil
 }

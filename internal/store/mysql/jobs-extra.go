@@ -12,9 +12,9 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// extraArgs are the values of the columns priority, unique_key,
+// optionArgs are the values of the columns priority, unique_key,
 // retry_backoff, retry_delay_max and retry_jitter.
-func extraArgs(e *store.JobOptions) []any {
+func optionArgs(e *store.JobOptions) []any {
 	var key any // NULL: no key, and NULLs never collide in jobs_unique
 	if e.UniqueKey != "" {
 		key = e.UniqueKey
@@ -63,7 +63,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 			if len(plain) > 0 {
 				var ids []int64
 				for _, c := range chunkInserts(plain) {
-					if err := insertChunk(ctx, tx, c, nil, step, &ids); err != nil {
+					if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
 						return err
 					}
 				}
@@ -91,7 +91,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, step int64) (store.JobPushed, error) {
 	for range uniqueAttempts {
 		var ids []int64
-		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, nil, step, &ids)
+		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, step, &ids)
 		if err == nil {
 			return store.JobPushed{ID: ids[0]}, nil
 		}

@@ -38,6 +38,11 @@ type Store struct {
 	// idStep is @@auto_increment_increment, read on first insert: the ids
 	// of one multi-row INSERT are LAST_INSERT_ID() + i*idStep.
 	idStep atomic.Int64
+	// returning is whether the server takes INSERT … RETURNING, read with
+	// idStep; noReturning (for tests) makes a MariaDB server count as
+	// MySQL.
+	returning   atomic.Bool
+	noReturning bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -271,6 +276,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // execer is a *sql.DB or a *sql.Tx.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// dbtx is a *sql.DB or a *sql.Tx.
+type dbtx interface {
+	execer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // scanner is a *sql.Row or *sql.Rows.

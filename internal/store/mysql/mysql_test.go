@@ -19,6 +19,15 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return dbtest.Open(t, "mysql") })
 }
 
+// TestJobsInsertGrabbed_WithoutReturning runs the conformance test of
+// JobsInsertGrabbed on the way MySQL takes (no RETURNING), on MariaDB.
+func TestJobsInsertGrabbed_WithoutReturning(t *testing.T) {
+	t.Parallel()
+	s := dbtest.Open(t, "mysql").(*mysql.Store)
+	s.WithoutReturning()
+	storetest.InsertGrabbed(t, s)
+}
+
 func TestOpen_UnreachableServerIsUnavailable(t *testing.T) {
 	t.Parallel()
 	s, err := mysql.Open("root@tcp(127.0.0.1:1)/rowq?timeout=2s")

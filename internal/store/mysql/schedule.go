@@ -246,7 +246,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 				}
 				if !r.Skipped {
 					var ids []int64
-					if err := insertChunk(ctx, tx, []*store.JobInsertParams{ri.Job}, nil, step, &ids); err != nil {
+					if err := insertChunk(ctx, tx, []*store.JobInsertParams{ri.Job}, step, &ids); err != nil {
 						return err
 					}
 					r.JobID, r.Queue = ids[0], ri.Job.Queue
@@ -320,7 +320,7 @@ func (s *Store) ScheduleTrigger(ctx context.Context, p *store.ScheduleTriggerPar
 				return err
 			}
 			var ids []int64
-			if err := insertChunk(ctx, tx, []*store.JobInsertParams{p.Job}, nil, step, &ids); err != nil {
+			if err := insertChunk(ctx, tx, []*store.JobInsertParams{p.Job}, step, &ids); err != nil {
 				return err
 			}
 			r = &store.ScheduleRun{Schedule: p.Name, Kind: store.RunTrigger, Tick: now, FiredAt: now, Node: p.Node, JobID: ids[0], Queue: p.Job.Queue}

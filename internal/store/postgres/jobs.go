@@ -72,7 +72,7 @@ const insertSQL = `/* rowq:jobs.insert */
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until)
 	SELECT ` + insertValues + `, 'grabbed', $14::text, now() + make_interval(secs => $15::float8)
-	RETURNING id`
+	RETURNING id, created_at, next_try, grabbed_until`
 
 const (
 	insertCols = `queue_name, category, url, payload, created_at, next_try, timeout, max_retries, retry_delay,

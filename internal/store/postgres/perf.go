@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -9,17 +10,30 @@ import (
 )
 
 // JobsInsertGrabbed stores the jobs already grabbed by p.Node until
-// now() + p.Lease with one INSERT and returns their ids in order.
-func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]int64, error) {
+// now() + p.Lease with one INSERT and returns them in order. The INSERT
+// returns what the database decided (id and times); the rest is p's.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
 	if len(p.Jobs) == 0 {
 		return nil, nil
 	}
+	type stored struct {
+		id                   int64
+		created, next, until time.Time
+	}
 	args := append(insertArgs(p.Jobs), p.Node, p.Lease.Seconds())
-	ids, err := queryRows(ctx, s, pgx.RowTo[int64], insertGrabbedSQL, args...)
+	rows, err := queryRows(ctx, s, func(row pgx.CollectableRow) (stored, error) {
+		var r stored
+		err := row.Scan(&r.id, &r.created, &r.next, &r.until)
+		return r, err
+	}, insertGrabbedSQL, args...)
 	if err != nil {
 		return nil, wrap(err, "insert %d grabbed jobs", len(p.Jobs))
 	}
-	return ids, nil
+	jobs := make([]*store.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = p.Jobs[i].GrabbedJob(r.id, p.Node, r.created.UTC(), r.next.UTC(), r.until.UTC())
+	}
+	return jobs, nil
 }
 
 // jobsDueSQL names the queues of $1 whose earliest waiting job is due: for

@@ -9,9 +9,23 @@ import (
 )
 
 // JobsInsertGrabbed stores the jobs already grabbed by p.Node until
-// now + p.Lease in one transaction and returns their ids in order.
-func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]int64, error) {
-	return s.jobsInsert(ctx, p.Jobs, p)
+// now + p.Lease in one transaction and returns them in order. The times
+// are the host's clock, read in the transaction: the rows are known
+// without reading them back.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(p.Jobs))
+	now, err := s.jobsInsert(ctx, p.Jobs, p, ids)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), err)
+	}
+	jobs := make([]*store.Job, len(p.Jobs))
+	for i, j := range p.Jobs {
+		jobs[i] = j.GrabbedJob(ids[i], p.Node, fromMicros(now), fromMicros(now+j.RunAfter.Microseconds()), fromMicros(now+p.Lease.Microseconds()))
+	}
+	return jobs, nil
 }
 
 // jobsDueSQL names the queues of a JSON array whose earliest waiting job is

@@ -371,16 +371,21 @@ func nullPayload(p []byte) any {
 
 // JobsInsert stores jobs in one transaction.
 func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
-	return s.jobsInsert(ctx, jobs, nil)
-}
-
-// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
-// hold.Node until now + hold.Lease (local hand-off).
-func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams) ([]int64, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
 	ids := make([]int64, len(jobs))
+	if _, err := s.jobsInsert(ctx, jobs, nil, ids); err != nil {
+		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), err)
+	}
+	return ids, nil
+}
+
+// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
+// hold.Node until now + hold.Lease (local hand-off), puts their ids in ids
+// and returns the now they were created at.
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams, ids []int64) (int64, error) {
+	var now int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		q := insertSQL
 		if hold != nil {
@@ -391,7 +396,7 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, h
 			return err
 		}
 		defer stmt.Close()
-		now := s.micros()
+		now = s.micros()
 		for i, j := range jobs {
 			args := insertArgs(j, now)
 			if hold != nil {
@@ -407,10 +412,7 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, h
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), err)
-	}
-	return ids, nil
+	return now, err
 }
 
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {

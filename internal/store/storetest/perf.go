@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -94,9 +95,14 @@ func testJobsDue(t *testing.T, s store.Store) {
 	}
 }
 
+// InsertGrabbed runs the conformance test of JobsInsertGrabbed alone on s,
+// for a dialect that inserts them in more than one way (MySQL with and
+// without RETURNING).
+func InsertGrabbed(t *testing.T, s store.Store) { testJobsInsertGrabbed(t, s) }
+
 // testJobsInsertGrabbed checks jobs written already grabbed (local
-// hand-off): held by the node, invisible to grabs, acknowledged like any
-// grab, and rescued when the lease passes.
+// hand-off): returned as stored, held by the node, invisible to grabs,
+// acknowledged like any grab, and rescued when the lease passes.
 func testJobsInsertGrabbed(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putQueue(t, s, "q")
@@ -108,26 +114,37 @@ func testJobsInsertGrabbed(t *testing.T, s store.Store) {
 			Payload: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i)), MaxRetries: 2, RetryDelay: 3, Timeout: 4,
 		}
 	}
+	ps[1].JobOptions = store.JobOptions{Priority: 7, UniqueKey: "k1", RetryBackoff: store.BackoffExponential, RetryDelayMax: 60, RetryJitter: 0.25}
 	ps[2].Payload = nil
 	before := must(s.Now(ctx))(t)
-	ids := must(s.JobsInsertGrabbed(ctx, &store.JobsInsertGrabbedParams{Node: "n1", Lease: 700 * time.Millisecond, Jobs: ps}))(t)
-	if len(ids) != len(ps) {
-		t.Fatalf("JobsInsertGrabbed returned %d ids for %d jobs", len(ids), len(ps))
+	jobs := must(s.JobsInsertGrabbed(ctx, &store.JobsInsertGrabbedParams{Node: "n1", Lease: 700 * time.Millisecond, Jobs: ps}))(t)
+	if len(jobs) != len(ps) {
+		t.Fatalf("JobsInsertGrabbed returned %d jobs for %d", len(jobs), len(ps))
 	}
-	for i, id := range ids {
-		if i > 0 && id <= ids[i-1] {
+	ids := jobIDs(jobs)
+	for i, j := range jobs {
+		if i > 0 && j.ID <= ids[i-1] {
 			t.Fatalf("ids %v are not increasing in the order given", ids)
 		}
-		j := must(s.JobGet(ctx, "q", id))(t)
-		if j.State != store.StateGrabbed || j.GrabbedBy != "n1" || j.GrabbedTil == nil || j.URL != ps[i].URL ||
-			string(j.Payload) != string(ps[i].Payload) || j.MaxRetries != 2 || j.RetryDelay != 3 || j.Timeout != 4 || j.FailCount != 0 {
-			t.Fatalf("job %d = %+v, want grabbed by n1 with the fields given (%+v)", id, j, ps[i])
+		want := ps[i].JobOptions
+		if want.RetryBackoff == "" {
+			want.RetryBackoff = store.BackoffFixed
+		}
+		if j.Queue != "q" || j.Category != "cat" || j.State != store.StateGrabbed || j.GrabbedBy != "n1" || j.GrabbedTil == nil ||
+			j.URL != ps[i].URL || string(j.Payload) != string(ps[i].Payload) || (j.Payload == nil) != (ps[i].Payload == nil) ||
+			j.MaxRetries != 2 || j.RetryDelay != 3 || j.Timeout != 4 || j.FailCount != 0 || j.JobOptions != want {
+			t.Fatalf("returned job %d = %+v, want grabbed by n1 with the fields given (%+v)", i, j, ps[i])
 		}
 		if d := j.GrabbedTil.Sub(before); d < 500*time.Millisecond || d > 30*time.Second {
 			t.Errorf("grabbed_until is %v after the insert began, want about the 700ms lease", d)
 		}
-		if j.NextTry.Before(before.Add(-time.Second)) || j.NextTry.After(*j.GrabbedTil) {
-			t.Errorf("next_try %v, want the insert's now (%v)", j.NextTry, before)
+		if !j.NextTry.Equal(j.CreatedAt) || j.CreatedAt.Before(before.Add(-time.Second)) || j.GrabbedTil.Sub(j.CreatedAt) != 700*time.Millisecond {
+			t.Errorf("created_at %v, next_try %v, grabbed_until %v: want the insert's now, now and now + 700ms", j.CreatedAt, j.NextTry, j.GrabbedTil)
+		}
+		// What it returned is what it stored.
+		stored := must(s.JobGet(ctx, "q", j.ID))(t)
+		if !sameJob(j, stored) {
+			t.Fatalf("returned job %+v (grabbed until %v)\nstored   job %+v (grabbed until %v)", j, j.GrabbedTil, stored, stored.GrabbedTil)
 		}
 	}
 	if must(s.JobGet(ctx, "q", ids[2]))(t).Payload != nil {
@@ -159,4 +176,21 @@ func testJobsInsertGrabbed(t *testing.T, s store.Store) {
 	if fmt.Sprint(sorted(jobIDs(again))) != fmt.Sprint(sorted(ids[1:])) {
 		t.Fatalf("regrabbed %v, want %v", jobIDs(again), ids[1:])
 	}
+}
+
+// sameJob reports whether a and b hold the same values, times compared as
+// instants.
+func sameJob(a, b *store.Job) bool {
+	ta, tb := a.GrabbedTil, b.GrabbedTil
+	if (ta == nil) != (tb == nil) || (ta != nil && !ta.Equal(*tb)) {
+		return false
+	}
+	x, y := *a, *b
+	x.GrabbedTil, y.GrabbedTil = nil, nil
+	x.Payload, y.Payload = nil, nil
+	if !x.CreatedAt.Equal(y.CreatedAt) || !x.NextTry.Equal(y.NextTry) || string(a.Payload) != string(b.Payload) {
+		return false
+	}
+	x.CreatedAt, y.CreatedAt, x.NextTry, y.NextTry = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return reflect.DeepEqual(x, y)
 }
