@@ -3,29 +3,21 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/client"
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
-// serve runs the API on a fresh database of the dialect and returns a
+// serve runs a node on a fresh database of the dialect and returns a
 // client of it and the store behind it.
 func serve(t *testing.T, dialect string) (*client.Client, store.Store) {
 	t.Helper()
-	st := dbtest.Open(t, dialect)
-	api := httpapi.New(httpapi.Config{Store: st})
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-	})
-	return client.New(srv.URL, nil), st
+	c, s := startServer(t, dialect)
+	return c, s.Store()
 }
 
 func TestAcquireRenewRelease(t *testing.T) {

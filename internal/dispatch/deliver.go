@@ -1,138 +1,95 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
+	"math/rand/v2"
 	"time"
 
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
-// Worker result statuses (the worker protocol).
-const (
-	StatusSuccess          = "success"
-	StatusFailure          = "failure"
-	StatusPermanentFailure = "permanent-failure"
-)
+// Delivery: a worker slot delivers its job (POST to the worker,
+// protocol.go), records the outcome, and goes on with the read-ahead's
+// next job while there is one.
 
-// maxResponse is how much of a worker's response body is read; a longer
-// body is cut, and if that leaves it unparseable the delivery is a failure.
-const maxResponse = 64 << 10
-
-// maxMessage bounds the message kept in the failure log.
-const maxMessage = 4096
-
-// Result is the outcome of one delivery.
-type Result struct {
-	Status  string // StatusSuccess, StatusFailure or StatusPermanentFailure
-	Code    int    // HTTP status code; 0 when no response came
-	Message string
-	// RetryAfter is the worker's "retry_after" (seconds, capped at 30
-	// days) on a failure; nil when absent, negative or not a number.
-	RetryAfter *time.Duration
-}
-
-// requestBody is what the worker receives: the raw text of a string
-// payload, else the payload's JSON, else nothing.
-func requestBody(payload json.RawMessage) []byte {
-	if len(payload) > 0 && payload[0] == '"' {
-		var s string
-		if err := json.Unmarshal(payload, &s); err == nil {
-			return []byte(s)
+// work delivers j, then, in the same worker slot, the read-ahead's next
+// jobs while there are some and the queue is neither paused, throttled
+// (the run loop gives the read-ahead back) nor stopping; then it gives the
+// slot back.
+func (r *runner) work(j *store.Job) {
+	for j != nil {
+		r.process(j)
+		j = nil
+		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil {
+			var low bool
+			if j, low = r.ahead.next(); low {
+				r.signalFreed()
+			}
 		}
 	}
-	return payload
+	r.releaseSlots(1)
 }
 
-// deliver POSTs the job to its worker and interprets the answer. The HTTP
-// status code is recorded but does not decide the outcome; the body does.
-func deliver(ctx context.Context, client *http.Client, userAgent string, j *store.Job) Result {
-	if j.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.Timeout)*time.Second)
-		defer cancel()
+// ack deletes a delivered job with the next spaced DELETE (ackGap). The
+// job's worker slot stays taken until it commits, so that a crash
+// redelivers at most max_workers jobs; when three quarters of the slots
+// wait so, the DELETE goes at once, or a queue with few slots or fast
+// workers would spend its slots' time waiting.
+func (r *runner) ack(ctx context.Context, id int64) error {
+	n := r.acking.Add(1)
+	defer r.acking.Add(-1)
+	if 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
+		r.d.complete.Flush()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(requestBody(j.Payload)))
-	if err != nil {
-		return Result{Status: StatusFailure, Message: truncate("build request: " + err.Error())}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if userAgent != "" {
-		req.Header.Set("User-Agent", userAgent)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
-			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout)}
-		}
-		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error())}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		msg := "read response: " + err.Error()
-		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
-			msg = fmt.Sprintf("timeout: response not read within %ds", j.Timeout)
-		}
-		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg)}
-	}
-	return parseResponse(resp.StatusCode, body)
+	_, err := r.d.complete.Do(ctx, id)
+	return err
 }
 
-// parseResponse reads {"status": "...", "message": "..."}. Anything else is
-// a failure whose message holds the head of the body.
-func parseResponse(code int, body []byte) Result {
-	var r struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
+// process delivers one job and records the outcome: success removes it,
+// a failure with retries left puts it back after the worker's retry_after
+// or else the job's backoff (retryDelay), anything else moves it to the
+// failure log.
+func (r *runner) process(j *store.Job) {
+	d := r.d
+	d.cfg.Stats.Busy(r.name, 1)
+	defer d.cfg.Stats.Busy(r.name, -1)
+	began := time.Now()
+	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
+	elapsed := time.Since(began)
+	if d.deliverCtx.Err() != nil {
+		return // hard stop: the grab expires and the job is delivered again
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return Result{Status: StatusFailure, Code: code, Message: truncate("worker response is not JSON: " + string(body))}
-	}
-	switch r.Status {
-	case StatusFailure:
-		return Result{Status: r.Status, Code: code, Message: truncate(r.Message), RetryAfter: retryAfter(body)}
-	case StatusSuccess, StatusPermanentFailure:
-		return Result{Status: r.Status, Code: code, Message: truncate(r.Message)}
+	log := r.log.With("job_id", j.ID)
+	var err error
+	outcome := stats.PermanentFailure
+	switch {
+	case res.Status == StatusSuccess:
+		outcome = stats.Success
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })
+	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
+		outcome = stats.Failure
+		delay := retryDelay(j, j.FailCount+1, rand.Float64())
+		if res.RetryAfter != nil {
+			delay = *res.RetryAfter
+		}
+		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
+		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
+			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
+		})
 	default:
-		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf("worker answered unknown status %q: %s", r.Status, r.Message))}
+		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		err = d.retryStore(log, "fail job", func(ctx context.Context) error {
+			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message})
+			return err
+		})
 	}
-}
-
-// truncate cuts s to maxMessage bytes and makes it storable in every
-// dialect: valid UTF-8 (MySQL) without NUL bytes (PostgreSQL).
-func truncate(s string) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if len(s) <= maxMessage {
-		return s
+	if err == nil {
+		// Counted once recorded: a delivery whose outcome was lost is
+		// delivered, and counted, again.
+		d.cfg.Stats.Delivered(r.name, outcome, elapsed)
 	}
-	// Cut on a rune boundary.
-	cut := maxMessage
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
+	if err != nil && d.deliverCtx.Err() == nil {
+		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
 	}
-	return s[:cut]
-}
-
-// retryAfter reads a failure's optional "retry_after" (seconds). A value of
-// the wrong type or a negative one is ignored rather than turning the
-// worker's answer into an unparseable one.
-func retryAfter(body []byte) *time.Duration {
-	var r struct {
-		RetryAfter *float64 `json:"retry_after"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil || r.RetryAfter == nil || *r.RetryAfter < 0 {
-		return nil
-	}
-	d := maxRetryWait
-	if s := *r.RetryAfter; s < maxRetryWait.Seconds() {
-		d = time.Duration(s * float64(time.Second))
-	}
-	return &d
 }

@@ -7,6 +7,18 @@
 // with nothing to do parks, and one prober per node looks for work in all
 // parked queues at once (probe.go).
 //
+// The Dispatcher is the node's one door to dispatching: the enqueue path,
+// the schedule loop and the API call Wake, Nudged, Changed and SetPaused
+// (control.go) and Reserve (handoff.go); it reaches the leaders of queues
+// on other nodes through a Nudger (internal/notify).
+//
+// Files: dispatch.go the Dispatcher and its leadership cycle; runner.go a
+// queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
+// ahead of free slots; deliver.go a slot's deliveries and their outcome;
+// protocol.go the HTTP request to a worker and its answer; backoff.go
+// retry delays; throttle.go max_dispatches_per_second; probe.go the
+// prober of parked queues.
+//
 // Exclusion does not rest on leadership alone: a job is grabbed by one
 // atomic statement and every acknowledgement is guarded by the holder's
 // node id, so even two runners of one queue cannot deliver a job twice
@@ -17,6 +29,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -64,6 +77,9 @@ type Config struct {
 	// Handoff lets Reserve hand jobs enqueued on this node straight to
 	// its runners (see handoff.go).
 	Handoff bool
+	// Nudger wakes the leaders of queues on other nodes; nil wakes only
+	// this node's runners.
+	Nudger Nudger
 }
 
 func (c *Config) setDefaults() {
@@ -144,16 +160,18 @@ func New(cfg Config) *Dispatcher {
 	return d
 }
 
-// Start registers the node and starts the leadership loop. It returns the
-// first heartbeat's error, if any; the loop keeps trying either way.
+// Start registers the node and starts the leadership loop. A first
+// heartbeat that fails is logged, not returned: the loop keeps trying
+// until the database answers.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	var err error
 	d.startOnce.Do(func() {
-		err = d.cycle(ctx)
+		if err := d.cycle(ctx); err != nil {
+			d.log.Warn("first heartbeat failed; the dispatcher keeps trying", "err", err)
+		}
 		go d.loop()
 		go d.probe()
 	})
-	return err
+	return nil
 }
 
 func (d *Dispatcher) loop() {
@@ -277,35 +295,13 @@ func (d *Dispatcher) finishing(queue string) bool {
 	return d.retiring[queue] > 0
 }
 
-// WakeLocal tells the runner of queue, if this node leads it, that a job
-// is due now, and reports whether this node leads it (internal/notify
-// nudges the leader on another node).
-func (d *Dispatcher) WakeLocal(queue string) bool {
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
-	if r != nil {
-		r.nudge()
-	}
-	return r != nil
-}
-
-// Refresh asks for a leadership cycle now instead of at the next tick, so
-// that a queue created on this node is claimed (and its jobs dispatched)
-// without waiting for the refresh interval.
-func (d *Dispatcher) Refresh() {
-	select {
-	case d.refresh <- struct{}{}:
-	default:
-	}
-}
-
 // Stop stops taking jobs, lets deliveries in flight finish until ctx ends
 // (the shutdown timeout), then cancels the rest, gives up the queues and
 // deregisters the node. Cancelled deliveries stay grabbed until their grab
 // expires and are then delivered again. Stop is idempotent and safe if
-// Start was never called.
-func (d *Dispatcher) Stop(ctx context.Context) {
+// Start was never called; a second call returns nil.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	var errs []error
 	d.stopOnce.Do(func() {
 		close(d.stop)
 		d.startOnce.Do(func() { close(d.loopDone); close(d.probeDone) }) // a Start after Stop does nothing
@@ -331,12 +327,13 @@ func (d *Dispatcher) Stop(ctx context.Context) {
 		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := d.cfg.Store.QueuesRelease(bg, d.cfg.Node); err != nil {
-			d.log.Warn("release queues", "err", err)
+			errs = append(errs, fmt.Errorf("release queues: %w", err))
 		}
 		if err := d.cfg.Store.NodeDelete(bg, d.cfg.Node); err != nil {
-			d.log.Warn("deregister node", "err", err)
+			errs = append(errs, fmt.Errorf("deregister node: %w", err))
 		}
 	})
+	return errors.Join(errs...)
 }
 
 // retryStore runs op until it succeeds, the job turns out not to be ours

@@ -37,41 +37,6 @@ type handoffState struct {
 	grabbing bool
 }
 
-// takeSlots takes up to n free worker slots and returns how many it took.
-// Finding none, it flushes the pending acknowledgements, whose jobs hold
-// slots until they commit (runner.ack).
-func (r *runner) takeSlots(n int64) int64 {
-	max := int64(r.settings.Load().MaxWorkers)
-	for {
-		cur := r.inflight.Load()
-		take := min(n, max-cur)
-		if take <= 0 {
-			r.d.complete.Flush()
-			return 0
-		}
-		if r.inflight.CompareAndSwap(cur, cur+take) {
-			return take
-		}
-	}
-}
-
-// releaseSlots gives back n worker slots and tells the loop one is free.
-func (r *runner) releaseSlots(n int64) {
-	if n <= 0 {
-		return
-	}
-	r.inflight.Add(-n)
-	r.signalFreed()
-}
-
-// signalFreed wakes the loop: a slot is free, or the read-ahead runs low.
-func (r *runner) signalFreed() {
-	select {
-	case r.freed <- struct{}{}:
-	default:
-	}
-}
-
 // grabStart notes that a grab begins and returns the generation to pass
 // to grabbed, and whether hand-off is on (no due backlog is known).
 func (r *runner) grabStart() (gen uint64, idle bool) {
@@ -131,40 +96,55 @@ func (r *runner) closeStop() {
 	close(r.stop)
 }
 
+// Handoff is a worker slot of a runner, reserved for one job that the
+// enqueue path inserts already grabbed by Node until now + Lease. Exactly
+// one of Deliver (after the insert committed) or Release (the insert
+// failed) must be called; later calls do nothing.
+type Handoff struct {
+	// Node and Lease are what the job is inserted grabbed with.
+	Node  string
+	Lease time.Duration
+
+	r    *runner
+	once sync.Once
+}
+
 // Reserve takes a worker slot of queue's runner for a job about to be
-// inserted already grabbed by this node. It succeeds only if this node
-// leads the queue, the runner has a free slot and the queue has no due
-// backlog. On success exactly one of deliver (after the commit) or
-// release (when the insert failed) must be called; on failure both are
-// nil and the job is to be inserted waiting.
-func (d *Dispatcher) Reserve(queue string) (deliver func(*store.Job), release func()) {
+// inserted already grabbed by this node. It succeeds only if hand-off is
+// on, this node leads the queue, the runner has a free slot and the queue
+// has no due backlog; otherwise it returns nil and the job is to be
+// inserted waiting.
+func (d *Dispatcher) Reserve(queue string) *Handoff {
+	if !d.cfg.Handoff {
+		return nil
+	}
 	d.mu.Lock()
 	r := d.runners[queue]
 	d.mu.Unlock()
-	if r == nil || !d.cfg.Handoff || !r.reserve() {
-		return nil, nil
+	if r == nil || !r.reserve() {
+		return nil
 	}
-	var once sync.Once
-	deliver = func(j *store.Job) {
-		once.Do(func() {
-			d.cfg.Stats.Popped(queue, 1)
-			go func() {
-				defer r.wg.Done()
-				r.work(j)
-			}()
-		})
-	}
-	release = func() {
-		once.Do(func() {
-			r.releaseSlots(1)
-			r.wg.Done()
-		})
-	}
-	return deliver, release
+	return &Handoff{Node: d.cfg.Node, Lease: d.cfg.GrabLease, r: r}
 }
 
-// Holder returns the node id and grab lease a handed-off job is inserted
-// with.
-func (d *Dispatcher) Holder() (node string, lease time.Duration) {
-	return d.cfg.Node, d.cfg.GrabLease
+// Deliver starts the delivery of j, the stored row of the job inserted
+// for this hand-off, in the reserved slot.
+func (h *Handoff) Deliver(j *store.Job) {
+	h.once.Do(func() {
+		h.r.d.cfg.Stats.Popped(h.r.name, 1)
+		go func() {
+			defer h.r.wg.Done()
+			h.r.work(j)
+		}()
+	})
+}
+
+// Release gives the reserved slot back: the job was not inserted (or its
+// insert's outcome is unknown, and the row, if any, is rescued once its
+// lease has passed).
+func (h *Handoff) Release() {
+	h.once.Do(func() {
+		h.r.releaseSlots(1)
+		h.r.wg.Done()
+	})
 }

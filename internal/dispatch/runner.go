@@ -3,12 +3,10 @@ package dispatch
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -152,7 +150,7 @@ func (r *runner) run() {
 		if !q.Paused && look {
 			tb := r.throttle(q, now)
 			// While draining a backlog, grab ahead of the free slots
-			// (ahead.go); refill once half the read-ahead is gone.
+			// (readahead.go); refill once half the read-ahead is gone.
 			ahead, have := 0, r.ahead.len()
 			if full && tb == nil {
 				ahead = min(int(q.MaxWorkers), cfg.BatchSize)
@@ -315,66 +313,3 @@ func (r *runner) start(jobs []*store.Job) {
 // holding reports whether this runner holds grabs to extend: deliveries in
 // flight or read-ahead jobs.
 func (r *runner) holding() bool { return r.inflight.Load() > 0 || r.ahead.len() > 0 }
-
-// ack deletes a delivered job with the next spaced DELETE (ackGap). The
-// job's worker slot stays taken until it commits, so that a crash
-// redelivers at most max_workers jobs; when three quarters of the slots
-// wait so, the DELETE goes at once, or a queue with few slots or fast
-// workers would spend its slots' time waiting.
-func (r *runner) ack(ctx context.Context, id int64) error {
-	n := r.acking.Add(1)
-	defer r.acking.Add(-1)
-	if 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
-		r.d.complete.Flush()
-	}
-	_, err := r.d.complete.Do(ctx, id)
-	return err
-}
-
-// process delivers one job and records the outcome: success removes it,
-// a failure with retries left puts it back after the worker's retry_after
-// or else the job's backoff (retryDelay), anything else moves it to the
-// failure log.
-func (r *runner) process(j *store.Job) {
-	d := r.d
-	d.cfg.Stats.Busy(r.name, 1)
-	defer d.cfg.Stats.Busy(r.name, -1)
-	began := time.Now()
-	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
-	elapsed := time.Since(began)
-	if d.deliverCtx.Err() != nil {
-		return // hard stop: the grab expires and the job is delivered again
-	}
-	log := r.log.With("job_id", j.ID)
-	var err error
-	outcome := stats.PermanentFailure
-	switch {
-	case res.Status == StatusSuccess:
-		outcome = stats.Success
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })
-	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
-		outcome = stats.Failure
-		delay := retryDelay(j, j.FailCount+1, rand.Float64())
-		if res.RetryAfter != nil {
-			delay = *res.RetryAfter
-		}
-		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
-		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
-			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
-		})
-	default:
-		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
-		err = d.retryStore(log, "fail job", func(ctx context.Context) error {
-			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message})
-			return err
-		})
-	}
-	if err == nil {
-		// Counted once recorded: a delivery whose outcome was lost is
-		// delivered, and counted, again.
-		d.cfg.Stats.Delivered(r.name, outcome, elapsed)
-	}
-	if err != nil && d.deliverCtx.Err() == nil {
-		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
-	}
-}

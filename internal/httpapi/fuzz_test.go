@@ -113,14 +113,12 @@ var fuzzSeeds = []struct {
 
 // fuzzAPI serves an API on st, seeded with jobs to find.
 func fuzzAPI(tb testing.TB, st store.Store) *httpapi.API {
-	api := httpapi.New(httpapi.Config{
-		Store:         st,
+	api := newAPI(tb, st, options{api: httpapi.Config{
 		QueueDefaults: store.Queue{PollingInterval: 200, MaxWorkers: 20},
 		MaxBodyBytes:  1 << 14,
 		Version:       "fuzz",
 		Settings:      map[string]string{"database-url": "sqlite://x"},
-	})
-	tb.Cleanup(api.Close)
+	}})
 	seedStore(tb, st)
 	return api
 }

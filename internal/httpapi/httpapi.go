@@ -14,42 +14,56 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"time"
 
-	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/lock"
-	"github.com/rowq/rowq/internal/metrics"
-	"github.com/rowq/rowq/internal/schedule"
-	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
-	"github.com/rowq/rowq/internal/web"
 )
 
-// Waker is the dispatcher as the API sees it (internal/notify).
-type Waker interface {
-	// Wake tells the queue's leader, on this node or another, that the
-	// queue has a job due now.
-	Wake(queue string)
-	// WakeLocal wakes this node's runner of the queue only, and reports
-	// whether this node leads it.
-	WakeLocal(queue string) bool
-	// Refresh runs this node's leadership cycle now: it claims new queues
-	// and re-reads the settings of those it leads.
-	Refresh()
+// Dispatcher is this node's dispatcher as the API sees it
+// (*dispatch.Dispatcher).
+type Dispatcher interface {
+	// SetPaused applies a committed pause or resume of the queue to this
+	// node's runner at once.
+	SetPaused(queue string, paused bool)
 	// Changed tells that the queue was created or its settings changed
-	// (committed): this node refreshes now, and so does the queue's
-	// leader if another node.
+	// (committed): this node and the queue's leader re-read it now.
 	Changed(queue string)
+	// Nudged handles a nudge from another node and reports whether this
+	// node leads the queue.
+	Nudged(queue string, settings bool) bool
 }
 
-// Config configures the API.
+// Scheduler is the node's schedule loop as the API sees it
+// (*schedule.Scheduler).
+type Scheduler interface {
+	// Wake tells the loop that a schedule was put or resumed.
+	Wake()
+	// Trigger enqueues one run of the schedule now.
+	Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error)
+}
+
+// Page is a route whose answers are not JSON, such as the dashboard's
+// HTML or Prometheus' text, served beside the API.
+type Page struct {
+	Pattern string // as for http.ServeMux, e.g. "GET /metrics"
+	Handler http.Handler
+}
+
+// Config configures the API. Every service it names is required.
 type Config struct {
 	Store  store.Store
 	Logger *slog.Logger
-	Waker  Waker
-	// DefaultQueue receives jobs of unrouted categories; "" means such
-	// jobs are refused.
-	DefaultQueue string
+	// Enqueue stores new jobs.
+	Enqueue *enqueue.Service
+	// Dispatcher is this node's dispatcher.
+	Dispatcher Dispatcher
+	// Locks serves the lock API.
+	Locks *lock.Service
+	// Scheduler is the node's schedule loop.
+	Scheduler Scheduler
+	// Pages are served beside the API (the dashboard, /metrics).
+	Pages []Page
 	// QueueDefaults fills the fields a PUT /queue/{name} leaves out.
 	QueueDefaults store.Queue
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
@@ -58,32 +72,14 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
-	// Stats counts accepted jobs; nil counts nothing.
-	Stats *stats.Recorder
-	// RouteCacheTTL is how long an enqueue may use a remembered routing
-	// instead of reading it: the time within which a routing or queue
-	// change made on another node is seen here. 0 turns the cache off.
-	RouteCacheTTL time.Duration
-	// Handoff, when set, lets an enqueue hand its job straight to this
-	// node's dispatcher (see handoff.go).
-	Handoff Handoff
-	// Locks serves the lock API; nil means a service on Store that relies
-	// on polling to hear of releases on other nodes.
-	Locks *lock.Service
-	// Scheduler is the node's schedule loop; nil: one that is not started.
-	Scheduler Scheduler
 }
 
-// API is the HTTP API. Close it to flush pending enqueues.
+// API is the HTTP API.
 type API struct {
-	cfg        Config
-	log        *slog.Logger
-	mux        *http.ServeMux
-	insert     *batch.Batcher[*store.JobInsertParams, inserted]
-	patterns   []string // route patterns, in registration order
-	routeCache *routeCache
-	// insertGrabbed is the group commit of handed-off jobs.
-	insertGrabbed *batch.Batcher[*store.JobInsertParams, inserted]
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	patterns []string // route patterns, in registration order
 }
 
 // New builds the API.
@@ -94,24 +90,9 @@ func New(cfg Config) *API {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
-	if cfg.Locks == nil {
-		cfg.Locks = lock.New(lock.Config{Store: cfg.Store, Logger: cfg.Logger})
-	}
-	if cfg.Scheduler == nil {
-		cfg.Scheduler = schedule.New(schedule.Config{Store: cfg.Store, Logger: cfg.Logger, DefaultQueue: cfg.DefaultQueue})
-	}
-	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), routeCache: newRouteCache(cfg.RouteCacheTTL)}
-	// Group commit: concurrent enqueues share one INSERT and one commit.
-	a.insert = batch.New(a.insertJobs, 200, 0)
-	a.insertGrabbed = batch.New(a.insertGrabbedJobs, 200, 0)
+	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	a.routes()
 	return a
-}
-
-// Close waits for pending enqueues to be written.
-func (a *API) Close() {
-	a.insert.Close()
-	a.insertGrabbed.Close()
 }
 
 func (a *API) routes() {
@@ -164,12 +145,8 @@ func (a *API) routes() {
 	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", a.health)
-	// Not JSON: Prometheus' text format, and the dashboard's HTML.
-	a.handleHTTP("GET /metrics", metrics.Handler(metrics.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version}))
-	dash := web.Handler(web.Config{Store: a.cfg.Store, Logger: a.log, Version: a.cfg.Version,
-		CheckName: func(v string) error { return checkName("name", v) }})
-	for _, p := range web.Routes {
-		a.handleHTTP(p, dash)
+	for _, p := range a.cfg.Pages {
+		a.handleHTTP(p.Pattern, p.Handler)
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/httpapi"
+	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/internal/store/dbtest"
@@ -22,28 +27,49 @@ type bundle struct {
 	server *httptest.Server
 }
 
-// setup serves an API on st; tweak may change the config before New.
-func setup(t *testing.T, st store.Store, tweak func(*httpapi.Config)) *bundle {
+// options are what a test may change of an API's setup.
+type options struct {
+	api httpapi.Config
+	enq enqueue.Config
+}
+
+// setup serves an API on st with the services of a node (enqueueing, a
+// dispatcher that is not started, locks and a schedule loop that is not
+// started); tweak may change the options before they are built.
+func setup(t testing.TB, st store.Store, tweak func(*options)) *bundle {
 	t.Helper()
-	cfg := httpapi.Config{
-		Store:         st,
-		QueueDefaults: store.Queue{PollingInterval: 200, MaxWorkers: 20},
-		MaxBodyBytes:  1 << 16,
+	o := options{
+		api: httpapi.Config{QueueDefaults: store.Queue{PollingInterval: 200, MaxWorkers: 20}, MaxBodyBytes: 1 << 16},
 	}
 	if tweak != nil {
-		tweak(&cfg)
+		tweak(&o)
 	}
-	api := httpapi.New(cfg)
+	api := newAPI(t, st, o)
 	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &bundle{st: st, server: srv}
 }
 
+// newAPI builds an API on st and the services it needs, stopped when the
+// test ends.
+func newAPI(t testing.TB, st store.Store, o options) *httpapi.API {
+	t.Helper()
+	disp := dispatch.New(dispatch.Config{Store: st, Node: "test-node"})
+	o.enq.Store, o.enq.Dispatcher = st, disp
+	enq := enqueue.New(o.enq)
+	locks := lock.New(lock.Config{Store: st})
+	o.api.Store, o.api.Enqueue, o.api.Dispatcher, o.api.Locks = st, enq, disp, locks
+	o.api.Scheduler = schedule.New(schedule.Config{Store: st, Enqueue: enq})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		enq.Stop(ctx)
+		disp.Stop(ctx)
+	})
+	return httpapi.New(o.api)
+}
+
 // setupDialect serves an API on a fresh, migrated database of the dialect.
-func setupDialect(t *testing.T, dialect string, tweak func(*httpapi.Config)) *bundle {
+func setupDialect(t *testing.T, dialect string, tweak func(*options)) *bundle {
 	t.Helper()
 	return setup(t, dbtest.Open(t, dialect), tweak)
 }
@@ -176,9 +202,9 @@ func TestPushJob_BodyTooLarge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, dbtest.Open(t, "sqlite"), func(c *httpapi.Config) {
-				c.DefaultQueue = "default"
-				c.MaxBodyBytes = limit
+			b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) {
+				o.enq.DefaultQueue = "default"
+				o.api.MaxBodyBytes = limit
 			})
 			msg := errorMessage(t, b.do(t, "POST", "/job/cat", tc.body), http.StatusRequestEntityTooLarge)
 			if !strings.Contains(msg, "1024") {
@@ -196,7 +222,7 @@ func TestPushJob_BodyTooLarge(t *testing.T) {
 
 	t.Run("PutQueue", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, dbtest.Open(t, "sqlite"), func(c *httpapi.Config) { c.MaxBodyBytes = 64 })
+		b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) { o.api.MaxBodyBytes = 64 })
 		body := `{"max_workers":5` + strings.Repeat(" ", 100) + `}`
 		errorMessage(t, b.do(t, "PUT", "/queue/q", body), http.StatusRequestEntityTooLarge)
 		if _, err := b.st.QueueGet(t.Context(), "q"); err == nil {
@@ -221,7 +247,7 @@ func TestAPI_DatabaseUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			b := setup(t, st, func(c *httpapi.Config) { c.DefaultQueue = "default" })
+			b := setup(t, st, func(o *options) { o.enq.DefaultQueue = "default" })
 
 			requests := []struct{ method, path, body string }{
 				{"POST", "/job/cat", `{"url":"http://worker.example/run"}`},

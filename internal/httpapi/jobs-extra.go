@@ -129,30 +129,6 @@ func storedJobPushed(j *store.Job) *jobPushed {
 	}
 }
 
-// pushUnique enqueues one job with a unique key.
-func (a *API) pushUnique(ctx context.Context, p *store.JobInsertParams) (any, error) {
-	res, err := a.cfg.Store.JobsPush(ctx, []*store.JobInsertParams{p})
-	if err != nil {
-		return nil, fmt.Errorf("enqueue job: %w", err)
-	}
-	a.wakeFor([]*store.JobInsertParams{p}, res)
-	return toJobPushed(p, res[0]), nil
-}
-
-// wakeFor counts the new jobs and wakes the queues that got one due now.
-func (a *API) wakeFor(ps []*store.JobInsertParams, res []store.JobPushed) {
-	woken := map[string]bool{}
-	for i, p := range ps {
-		if !res[i].Existing {
-			a.cfg.Stats.Pushed(p.Queue, 1)
-		}
-		if a.cfg.Waker != nil && p.RunAfter == 0 && !res[i].Existing && !woken[p.Queue] {
-			woken[p.Queue] = true
-			a.cfg.Waker.Wake(p.Queue)
-		}
-	}
-}
-
 // pushJobsRequest is the body of POST /jobs; each element is the body of
 // POST /job/{category} plus its category.
 type pushJobsRequest struct {
@@ -182,11 +158,10 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 		}
 		ps[i] = p
 	}
-	res, err := a.cfg.Store.JobsPush(r.Context(), ps)
+	res, err := a.cfg.Enqueue.PushMany(r.Context(), ps)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue %d jobs: %w", len(ps), err)
+		return nil, err
 	}
-	a.wakeFor(ps, res)
 	out := make([]*jobPushed, len(ps))
 	for i, p := range ps {
 		out[i] = toJobPushed(p, res[i])
@@ -229,11 +204,6 @@ func elementError(name string, err error) error {
 	return errorf(ae.status, "%s.%s", name, ae.msg)
 }
 
-// pauser is implemented by a Waker that can apply a pause at once.
-type pauser interface {
-	SetPaused(queue string, paused bool)
-}
-
 // pauseQueue is POST /queue/{name}/pause and /resume.
 func (a *API) pauseQueue(paused bool) handlerFunc {
 	return func(r *http.Request) (any, error) {
@@ -248,15 +218,10 @@ func (a *API) pauseQueue(paused bool) handlerFunc {
 		if err != nil {
 			return nil, notFound(err, "queue %q does not exist", name)
 		}
-		// Apply it now to this node's runner of the queue, if any (the
-		// dispatcher implements pauser); the leader, if another node, is
-		// nudged to re-read the queue.
-		if p, ok := a.cfg.Waker.(pauser); ok {
-			p.SetPaused(name, paused)
-		}
-		if a.cfg.Waker != nil {
-			a.cfg.Waker.Changed(name)
-		}
+		// Apply it now to this node's runner of the queue, if any; the
+		// leader, if another node, is nudged to re-read the queue.
+		a.cfg.Dispatcher.SetPaused(name, paused)
+		a.cfg.Dispatcher.Changed(name)
 		return toQueueJSON(q), nil
 	}
 }
@@ -283,9 +248,7 @@ func (a *API) retryFailedJob(r *http.Request) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	if a.cfg.Waker != nil {
-		a.cfg.Waker.Wake(name)
-	}
+	a.cfg.Enqueue.Due(name)
 	out := storedJobPushed(j)
 	out.RunAfter = 0 // due now, whenever it was created
 	return out, nil
@@ -308,8 +271,8 @@ func (a *API) retryFailedJobs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 && a.cfg.Waker != nil {
-		a.cfg.Waker.Wake(r.PathValue("name"))
+	if n > 0 {
+		a.cfg.Enqueue.Due(r.PathValue("name"))
 	}
 	return map[string]int{"retried": n}, nil
 }

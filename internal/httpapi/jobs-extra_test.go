@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
@@ -35,7 +34,7 @@ type pushedAnswer struct {
 
 func TestJobsExtra_BadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Open(t, "sqlite"), func(c *httpapi.Config) { c.DefaultQueue = "default" })
+	b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) { o.enq.DefaultQueue = "default" })
 	b.ok(t, "PUT", "/queue/q", "", nil)
 
 	const u = `"url":"http://worker.example/run"`

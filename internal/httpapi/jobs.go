@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
 
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -82,18 +82,12 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.UniqueKey != "" {
-		// Not through the group commit: a key's holder is found by a
-		// statement of its own (see Store.JobsPush).
-		return a.pushUnique(r.Context(), p)
-	}
 	// The answer goes out only after the commit: 2xx means durable.
-	id, err := a.enqueue(r.Context(), p)
+	res, err := a.cfg.Enqueue.Push(r.Context(), p)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue job: %w", err)
+		return nil, err
 	}
-	a.cfg.Stats.Pushed(p.Queue, 1)
-	return toJobPushed(p, store.JobPushed{ID: id}), nil
+	return toJobPushed(p, res), nil
 }
 
 // jobParams validates a job request and routes its category (through
@@ -128,65 +122,16 @@ func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, r
 	}, nil
 }
 
-// route finds the queue for a category: its routing, else the default
-// queue. The routing's queue must exist.
-// Answers that lead to an insert are cached (see routeCache).
+// route finds the queue for a category (enqueue.Service.Route), and
+// answers 404 naming the category when it has none.
 func (a *API) route(ctx context.Context, category string) (string, error) {
-	if q, ok := a.routeCache.get(category); ok {
-		return q, nil
-	}
-	started := time.Now()
-	rt, err := a.cfg.Store.RoutingGet(ctx, category)
+	q, err := a.cfg.Enqueue.Route(ctx, category)
+	var ue *enqueue.UnroutableError
 	switch {
-	case err == nil:
-		if _, err := a.cfg.Store.QueueGet(ctx, rt.QueueName); errors.Is(err, store.ErrNotFound) {
-			return "", errorf(http.StatusNotFound, "category: %q is routed to queue %q, which does not exist", category, rt.QueueName)
-		} else if err != nil {
-			return "", err
-		}
-		a.routeCache.put(category, rt.QueueName, started)
-		return rt.QueueName, nil
-	case !errors.Is(err, store.ErrNotFound):
-		return "", err
-	case a.cfg.DefaultQueue != "":
-		a.routeCache.put(category, a.cfg.DefaultQueue, started)
-		return a.cfg.DefaultQueue, nil
-	default:
+	case errors.As(err, &ue) && ue.Queue != "":
+		return "", errorf(http.StatusNotFound, "category: %q is routed to queue %q, which does not exist", category, ue.Queue)
+	case errors.As(err, &ue):
 		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
 	}
-}
-
-// inserted is one job's outcome in a group commit.
-type inserted struct {
-	id  int64
-	job *store.Job // the stored job, for handed-off jobs
-	err error
-}
-
-// insertJobs is the group commit behind POST /job: one transaction for
-// every enqueue that arrived while the previous one ran. If the batch fails
-// for a reason other than the database being away, each job is tried alone
-// so that one bad job fails only its own request.
-func (a *API) insertJobs(ctx context.Context, jobs []*store.JobInsertParams) ([]inserted, error) {
-	ids, err := a.cfg.Store.JobsInsert(ctx, jobs)
-	if err != nil && (len(jobs) == 1 || errors.Is(err, store.ErrUnavailable)) {
-		return nil, err
-	}
-	res := make([]inserted, len(jobs))
-	if err == nil {
-		for i, id := range ids {
-			res[i].id = id
-		}
-		return res, nil
-	}
-	a.log.Warn("batched enqueue failed; inserting one by one", "jobs", len(jobs), "err", err)
-	for i, j := range jobs {
-		one, err := a.cfg.Store.JobsInsert(ctx, []*store.JobInsertParams{j})
-		if err != nil {
-			res[i].err = err
-			continue
-		}
-		res[i].id = one[0]
-	}
-	return res, nil
+	return q, err
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -131,7 +130,7 @@ func TestPushJob_Routing(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := setupDialect(t, dialect, nil).st
 		// Two APIs on one database: with and without a default queue.
-		withDefault := setup(t, st, func(c *httpapi.Config) { c.DefaultQueue = "default" })
+		withDefault := setup(t, st, func(o *options) { o.enq.DefaultQueue = "default" })
 		noDefault := setup(t, st, nil)
 		withDefault.ok(t, "PUT", "/queue/default", "", nil)
 		withDefault.ok(t, "PUT", "/queue/q", "", nil)
@@ -185,7 +184,7 @@ func TestPushJob_Concurrent(t *testing.T) {
 	t.Parallel()
 	const n = 200
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		b := setupDialect(t, dialect, func(c *httpapi.Config) { c.DefaultQueue = "q" })
+		b := setupDialect(t, dialect, func(o *options) { o.enq.DefaultQueue = "q" })
 		b.ok(t, "PUT", "/queue/q", "", nil)
 
 		ids := make([]int64, n)

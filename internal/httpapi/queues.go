@@ -96,7 +96,7 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		b := int(*req.MaxBurstSize)
 		q.MaxBurstSize = &b
 	}
-	defer a.routeCache.clear()
+	defer a.cfg.Enqueue.RoutesChanged()
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)
 	if err != nil {
 		return nil, err
@@ -105,13 +105,9 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		if q, err = a.cfg.Store.QueueSetPaused(r.Context(), name, *req.Paused); err != nil {
 			return nil, notFound(err, "queue %q was deleted meanwhile", name)
 		}
-		if p, ok := a.cfg.Waker.(pauser); ok {
-			p.SetPaused(name, q.Paused)
-		}
+		a.cfg.Dispatcher.SetPaused(name, q.Paused)
 	}
-	if a.cfg.Waker != nil {
-		a.cfg.Waker.Changed(name)
-	}
+	a.cfg.Dispatcher.Changed(name)
 	return toQueueJSON(q), nil
 }
 
@@ -120,7 +116,7 @@ func (a *API) deleteQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	defer a.routeCache.clear()
+	defer a.cfg.Enqueue.RoutesChanged()
 	q, err := a.cfg.Store.QueueDelete(r.Context(), name)
 	if err != nil {
 		return nil, notFound(err, "queue %q does not exist", name)
@@ -159,11 +155,5 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if err := decodeOptional(r, &req); err != nil {
 		return nil, err
 	}
-	if a.cfg.Waker == nil {
-		return map[string]any{"queue_name": name, "woken": false}, nil
-	}
-	if req.Settings {
-		a.cfg.Waker.Refresh()
-	}
-	return map[string]any{"queue_name": name, "woken": a.cfg.Waker.WakeLocal(name)}, nil
+	return map[string]any{"queue_name": name, "woken": a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
 }

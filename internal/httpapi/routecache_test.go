@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
@@ -22,7 +21,7 @@ func TestRouteCache_Changes(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := setupDialect(t, dialect, nil).st
 		const ttl = 300 * time.Millisecond
-		cached := func(c *httpapi.Config) { c.RouteCacheTTL = ttl }
+		cached := func(o *options) { o.enq.RouteCacheTTL = ttl }
 		a := setup(t, st, cached)
 		other := setup(t, st, cached) // another node on the same database
 		const job = `{"url":"http://worker.example/run"}`
@@ -88,7 +87,7 @@ func (s *countingStore) RoutingGet(ctx context.Context, category string) (*store
 func TestRouteCache_SavesReads(t *testing.T) {
 	t.Parallel()
 	st := &countingStore{Store: dbtest.Open(t, "sqlite")}
-	b := setup(t, st, func(c *httpapi.Config) { c.RouteCacheTTL = time.Hour })
+	b := setup(t, st, func(o *options) { o.enq.RouteCacheTTL = time.Hour })
 	b.ok(t, "PUT", "/queue/q", "", nil)
 	b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
 	for range 10 {

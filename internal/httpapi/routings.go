@@ -53,7 +53,7 @@ func (a *API) putRouting(r *http.Request) (any, error) {
 	if err := checkName("queue_name", req.QueueName); err != nil {
 		return nil, err
 	}
-	defer a.routeCache.clear()
+	defer a.cfg.Enqueue.RoutesChanged()
 	rt, err := a.cfg.Store.RoutingPut(r.Context(), &store.Routing{JobCategory: category, QueueName: req.QueueName})
 	if err != nil {
 		return nil, notFound(err, "queue_name: queue %q does not exist", req.QueueName)
@@ -66,7 +66,7 @@ func (a *API) deleteRouting(r *http.Request) (any, error) {
 	if err := checkName("category", category); err != nil {
 		return nil, err
 	}
-	defer a.routeCache.clear()
+	defer a.cfg.Enqueue.RoutesChanged()
 	rt, err := a.cfg.Store.RoutingDelete(r.Context(), category)
 	if err != nil {
 		return nil, notFound(err, "no routing for category %q", category)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -12,14 +11,6 @@ import (
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
 )
-
-// Scheduler is the node's schedule loop as the API sees it.
-type Scheduler interface {
-	// Wake tells the loop that a schedule was put or resumed.
-	Wake()
-	// Trigger enqueues one run of the schedule now.
-	Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error)
-}
 
 // Limits of schedule inputs.
 const (

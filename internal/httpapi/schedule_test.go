@@ -3,12 +3,10 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -40,7 +38,7 @@ type runOut struct {
 func TestSchedule_Lifecycle(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		b := setupDialect(t, dialect, func(c *httpapi.Config) { c.DefaultQueue = "q" })
+		b := setupDialect(t, dialect, func(o *options) { o.enq.DefaultQueue = "q" })
 		b.ok(t, "PUT", "/queue/q", `{}`, nil)
 		var sc scheduleOut
 		b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report",
@@ -212,13 +210,7 @@ func FuzzSchedule_Put(f *testing.F) {
 	}
 	f.Add("@hourly", "../../etc/passwd")
 	st := dbtest.Open(f, "sqlite")
-	api := httpapi.New(httpapi.Config{Store: st})
-	srv := httptest.NewServer(api)
-	f.Cleanup(func() {
-		srv.Close()
-		api.Close()
-	})
-	b := &bundle{st: st, server: srv}
+	b := setup(f, st, nil)
 	f.Fuzz(func(t *testing.T, cron, zone string) {
 		body, _ := json.Marshal(map[string]any{"cron": cron, "timezone": zone, "category": "c", "url": "http://127.0.0.1:1/"})
 		res := b.do(t, "PUT", "/schedule/fuzz", string(body))

@@ -20,6 +20,11 @@ const (
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 
+// CheckName validates a queue name, job category or other name from a
+// path, as every route of the API does; its error names field. The
+// dashboard's pages use it too.
+func CheckName(field, v string) error { return checkName(field, v) }
+
 // checkName validates a queue name or job category from the path.
 func checkName(field, v string) error {
 	switch {

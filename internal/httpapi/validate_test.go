@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -38,7 +37,7 @@ func TestPushJob_BadInput(t *testing.T) {
 	t.Parallel()
 	// A default queue, so that a valid request would be accepted: every
 	// refusal below is for the input, not for routing.
-	b := setup(t, dbtest.Open(t, "sqlite"), func(c *httpapi.Config) { c.DefaultQueue = "default" })
+	b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) { o.enq.DefaultQueue = "default" })
 
 	const u = `"url":"http://worker.example/run"`
 	job := func(fields string) string { return "{" + u + "," + fields + "}" }

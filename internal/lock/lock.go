@@ -109,10 +109,10 @@ func New(cfg Config) *Service {
 // until Stop. It returns once it listens (or its first try failed, or ctx
 // ended), so that waiters it serves next hear every release. Without a
 // listener, waiters rely on polling.
-func (s *Service) Start(ctx context.Context) {
+func (s *Service) Start(ctx context.Context) error {
 	l, ok := s.store.(Listener)
 	if !ok {
-		return
+		return nil
 	}
 	started, once := make(chan struct{}), sync.Once{}
 	ready := func() { once.Do(func() { close(started) }) }
@@ -144,12 +144,13 @@ func (s *Service) Start(ctx context.Context) {
 			}
 		}
 	}()
+	return nil
 }
 
 // Stop ends every wait in progress (each makes a last attempt and answers
 // with its outcome, so that a shutting-down server need not wait for them)
 // and stops listening. It is idempotent and safe if Start was not called.
-func (s *Service) Stop() {
+func (s *Service) Stop(context.Context) error {
 	s.once.Do(func() {
 		close(s.closing)
 		if s.stop != nil {
@@ -157,6 +158,7 @@ func (s *Service) Stop() {
 			<-s.done
 		}
 	})
+	return nil
 }
 
 // AcquireParams are the arguments of Acquire.

@@ -22,7 +22,7 @@ func newService(t *testing.T, st store.Store, poll time.Duration) *lock.Service 
 	t.Helper()
 	s := lock.New(lock.Config{Store: st, PollInterval: poll})
 	s.Start(t.Context())
-	t.Cleanup(s.Stop)
+	t.Cleanup(func() { s.Stop(context.Background()) })
 	return s
 }
 
@@ -175,8 +175,8 @@ func TestStop_EndsWaits(t *testing.T) {
 	first := acquireAsync(t.Context(), s, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1, Wait: time.Hour})
 	second := acquireAsync(t.Context(), s, &lock.AcquireParams{Name: "l", Owner: "c", TTL: time.Minute, Limit: 1, Wait: time.Hour})
 	time.Sleep(100 * time.Millisecond)
-	s.Stop()
-	s.Stop()
+	s.Stop(context.Background())
+	s.Stop(context.Background())
 	for _, ch := range []<-chan result{first, second} {
 		var he *lock.HeldError
 		if r := waitResult(t, ch); !errors.As(r.err, &he) {

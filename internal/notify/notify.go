@@ -1,11 +1,11 @@
-// Package notify wakes the dispatcher that leads a queue when one of its
-// jobs becomes due: on this node with a direct call, on another node with
-// a nudge, an HTTP POST /queue/{name}/wake to the leader's advertised
-// address. A job enqueued on any node is then dispatched at once, not at
-// the leader's next look. Polling stays the safety net: a nudge that is
-// lost (the leader just changed, the network dropped it) delays its job by
-// at most the queue's polling_interval. A queue's settings changed through a
-// node that does not lead it reach the leader the same way (Changed).
+// Package notify nudges the dispatcher that leads a queue on another node:
+// an HTTP POST /queue/{name}/wake to the leader's advertised address, sent
+// when a job of the queue became due (Wake) or its settings changed
+// (Changed) through this node. The dispatcher (internal/dispatch) uses it
+// for the queues it does not lead itself; a job enqueued on any node is
+// then dispatched at once, not at the leader's next look. Polling stays the
+// safety net: a nudge that is lost (the leader just changed, the network
+// dropped it) delays its job by at most the queue's polling_interval.
 package notify
 
 import (
@@ -21,17 +21,6 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// Local is this node's dispatcher.
-type Local interface {
-	// WakeLocal wakes this node's runner of queue and reports whether this
-	// node leads the queue.
-	WakeLocal(queue string) bool
-	// Refresh asks for a leadership cycle now.
-	Refresh()
-	// SetPaused applies a pause or a resume to this node's runner at once.
-	SetPaused(queue string, paused bool)
-}
-
 // Leaders finds the node leading a queue (store.Store does).
 type Leaders interface {
 	QueueLeader(ctx context.Context, queue string) (*store.Node, error)
@@ -39,7 +28,6 @@ type Leaders interface {
 
 // Config configures a Nudger.
 type Config struct {
-	Local   Local
 	Leaders Leaders
 	Logger  *slog.Logger
 	// Node is this node's id: a queue this node leads is never nudged
@@ -63,7 +51,7 @@ const nudgeTimeout = time.Second
 // a quiet queue wait at most this much longer.
 const nudgeGap = 5 * time.Millisecond
 
-// Nudger wakes the leader of a queue, wherever it runs.
+// Nudger nudges the leader of a queue on another node.
 type Nudger struct {
 	cfg Config
 
@@ -94,12 +82,10 @@ func New(cfg Config) *Nudger {
 	return &Nudger{cfg: cfg, leaders: map[string]leader{}, sending: map[string]bool{}}
 }
 
-// Wake tells the leader of queue, on this node or another, that a job is
-// due now. It does not wait for a nudge to arrive.
+// Wake tells the leader of queue, if another node, that a job is due now.
+// It does not wait for a nudge to arrive; wakes that come while a nudge
+// is on its way merge into one more.
 func (n *Nudger) Wake(queue string) {
-	if n.cfg.Local.WakeLocal(queue) {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.sending[queue]; ok {
@@ -110,29 +96,17 @@ func (n *Nudger) Wake(queue string) {
 	go n.send(queue)
 }
 
-// WakeLocal wakes this node's runner of queue only, and reports whether
-// this node leads it: a nudge received is never passed on.
-func (n *Nudger) WakeLocal(queue string) bool { return n.cfg.Local.WakeLocal(queue) }
-
-// Refresh asks this node's dispatcher for a leadership cycle now.
-func (n *Nudger) Refresh() { n.cfg.Local.Refresh() }
-
-// Changed tells that queue was created or its settings changed (the change
-// has committed): this node's dispatcher runs a leadership cycle now (it
-// claims a new queue, or re-reads its settings), and the queue's leader, if
-// another node, is nudged to do the same, so that a pause or a new
-// max_workers made through any node takes effect at once rather than at
-// the leader's next refresh. It does not wait for the nudge to arrive.
+// Changed tells the leader of queue, if another node, that the queue's
+// settings changed (the change has committed): it re-reads them now, so
+// that a pause or a new max_workers made through any node takes effect at
+// once rather than at the leader's next refresh. It does not wait for the
+// nudge to arrive.
 func (n *Nudger) Changed(queue string) {
-	n.cfg.Local.Refresh()
 	go n.nudge(queue, settingsBody)
 }
 
 // settingsBody asks the leader to re-read the queue's settings too.
 const settingsBody = `{"settings":true}`
-
-// SetPaused applies a pause or a resume to this node's runner at once.
-func (n *Nudger) SetPaused(queue string, paused bool) { n.cfg.Local.SetPaused(queue, paused) }
 
 // send nudges the leader of queue until no wake is left unsent, at most
 // one nudge per nudgeGap.

@@ -12,13 +12,6 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// remote is a dispatcher that leads nothing on this node.
-type remote struct{}
-
-func (remote) WakeLocal(string) bool  { return false }
-func (remote) Refresh()               {}
-func (remote) SetPaused(string, bool) {}
-
 type leaders struct {
 	host  string
 	reads atomic.Int64
@@ -46,7 +39,7 @@ func TestNudger_CoalescesWakes(t *testing.T) {
 	}))
 	defer leader.Close()
 	l := &leaders{host: strings.TrimPrefix(leader.URL, "http://")}
-	n := New(Config{Local: remote{}, Leaders: l, Node: "me", LeaderTTL: time.Minute})
+	n := New(Config{Leaders: l, Node: "me", LeaderTTL: time.Minute})
 	var lastWake time.Time
 	for range 1000 {
 		n.Wake("a/b")

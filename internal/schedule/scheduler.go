@@ -9,6 +9,7 @@ import (
 	"time"
 	_ "time/tzdata" // time zones work on hosts without a zoneinfo database
 
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -22,22 +23,23 @@ const (
 	maxTickScan = 100_000
 )
 
-// Waker is the dispatcher as the scheduler sees it.
-type Waker interface {
-	// Wake tells that a queue has a job due now.
-	Wake(queue string)
+// Store is what the scheduler needs of the database: its schedules and
+// clock.
+type Store interface {
+	store.ScheduleStore
+	Now(ctx context.Context) (time.Time, error)
 }
 
 // Config configures a Scheduler.
 type Config struct {
-	Store  store.Store
+	Store  Store
 	Logger *slog.Logger
 	// Node is recorded in the run history as the node that fired.
 	Node string
-	// DefaultQueue receives jobs of unrouted categories, as for
-	// POST /job/{category}; "" means such runs are skipped.
-	DefaultQueue string
-	Waker        Waker
+	// Enqueue routes each run's category as for POST /job/{category} (a
+	// category it cannot route skips the run) and wakes the queues that
+	// got a job.
+	Enqueue *enqueue.Service
 	// Now is the clock; nil means the database's (Store.Now). Tests inject
 	// one to cross clock changes without waiting for them.
 	Now func(ctx context.Context) (time.Time, error)
@@ -95,12 +97,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // Stop ends the loop and waits for a firing in progress. It is idempotent
 // and safe if Start was never called.
-func (s *Scheduler) Stop() {
+func (s *Scheduler) Stop(context.Context) error {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		s.startOnce.Do(func() { close(s.done) })
 		<-s.done
 	})
+	return nil
 }
 
 // Wake makes the loop look at the due schedules now, e.g. after a
@@ -285,9 +288,9 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("schedule %q: parse cron %q: %w", sc.Name, sc.Cron, err)
 	}
-	queue, unroutable, err := route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
+	queue, unroutable, err := s.route(ctx, sc.Category)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("schedule %q: route category %q: %w", sc.Name, sc.Category, err)
+		return time.Time{}, fmt.Errorf("schedule %q: %w", sc.Name, err)
 	}
 	runs, next := plan(sc, spec, now, s.cfg.MisfireGrace, func() *store.JobInsertParams { return jobOf(sc, queue) })
 	if unroutable != "" {
@@ -311,8 +314,8 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	woke := false
 	for _, r := range fired {
 		s.log.Debug("schedule fired", "schedule", sc.Name, "tick", r.Tick, "job_id", r.JobID, "skipped", r.Skipped, "reason", r.Reason)
-		if !r.Skipped && !woke && s.cfg.Waker != nil {
-			s.cfg.Waker.Wake(r.Queue)
+		if !r.Skipped && !woke {
+			s.cfg.Enqueue.Due(r.Queue)
 			woke = true
 		}
 	}
@@ -327,27 +330,15 @@ func jobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
 	}
 }
 
-// route finds the queue of a category as POST /job/{category} does: its
-// routing (whose queue must exist), else the default queue. When neither
-// applies it returns why in unroutable, so that the run is recorded as
-// skipped with that reason.
-func route(ctx context.Context, st store.Store, category, defaultQueue string) (queue, unroutable string, err error) {
-	rt, err := st.RoutingGet(ctx, category)
-	switch {
-	case err == nil:
-		if _, err := st.QueueGet(ctx, rt.QueueName); errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Sprintf("routing: category %q is routed to queue %q, which does not exist", category, rt.QueueName), nil
-		} else if err != nil {
-			return "", "", err
-		}
-		return rt.QueueName, "", nil
-	case !errors.Is(err, store.ErrNotFound):
-		return "", "", err
-	case defaultQueue != "":
-		return defaultQueue, "", nil
-	default:
-		return "", fmt.Sprintf("routing: no routing for category %q and no default queue", category), nil
+// route finds the queue of a category as POST /job/{category} does. When
+// there is none it returns why in unroutable, so that the run is recorded
+// as skipped with that reason.
+func (s *Scheduler) route(ctx context.Context, category string) (queue, unroutable string, err error) {
+	queue, err = s.cfg.Enqueue.Route(ctx, category)
+	if ue := (*enqueue.UnroutableError)(nil); errors.As(err, &ue) {
+		return "", "routing: " + ue.Error(), nil
 	}
+	return queue, "", err
 }
 
 // NextRuns returns the n fire times of spec after t.
@@ -370,9 +361,9 @@ var ErrUnroutable = errors.New("unroutable")
 // ignores the overlap policy (an operator asked for this run) and fails
 // with ErrUnroutable when the category cannot be routed.
 func (s *Scheduler) Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error) {
-	queue, unroutable, err := route(ctx, s.cfg.Store, sc.Category, s.cfg.DefaultQueue)
+	queue, unroutable, err := s.route(ctx, sc.Category)
 	if err != nil {
-		return nil, fmt.Errorf("trigger schedule %q: route category %q: %w", sc.Name, sc.Category, err)
+		return nil, fmt.Errorf("trigger schedule %q: %w", sc.Name, err)
 	}
 	if unroutable != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUnroutable, unroutable)
@@ -381,8 +372,6 @@ func (s *Scheduler) Trigger(ctx context.Context, sc *store.Schedule) (*store.Sch
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Waker != nil {
-		s.cfg.Waker.Wake(queue)
-	}
+	s.cfg.Enqueue.Due(queue)
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
@@ -142,7 +143,7 @@ func TestScheduler_DST(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := New(Config{Store: st, Node: "n", DefaultQueue: "q", Now: clk.Now})
+				s := New(Config{Store: st, Node: "n", Enqueue: enqueueTo(t, st, "q"), Now: clk.Now})
 				for {
 					sc, err := st.ScheduleGet(ctx, name)
 					if err != nil {
@@ -200,7 +201,7 @@ func TestScheduler_RacingNodesFireEachTickOnce(t *testing.T) {
 		}
 		var nodes []*Scheduler
 		for i := range 4 {
-			nodes = append(nodes, New(Config{Store: st, Node: fmt.Sprint("node-", i), DefaultQueue: "q", Now: clk.Now}))
+			nodes = append(nodes, New(Config{Store: st, Node: fmt.Sprint("node-", i), Enqueue: enqueueTo(t, st, "q"), Now: clk.Now}))
 		}
 		const ticks = 20
 		for i := 1; i <= ticks; i++ {
@@ -254,7 +255,7 @@ func TestScheduler_UnroutableTickIsRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := New(Config{Store: st, Node: "n", Now: clk.Now}) // no default queue
+		s := New(Config{Store: st, Node: "n", Enqueue: enqueueTo(t, st, ""), Now: clk.Now}) // no default queue
 		if _, err := s.RunDue(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -278,8 +279,8 @@ func TestScheduler_UnroutableTickIsRecorded(t *testing.T) {
 func TestScheduler_StopWithoutStart(t *testing.T) {
 	t.Parallel()
 	s := New(Config{Store: dbtest.Open(t, "sqlite")})
-	s.Stop()
-	s.Stop() // idempotent
+	s.Stop(context.Background())
+	s.Stop(context.Background()) // idempotent
 	s.Start(context.Background())
 }
 
@@ -292,11 +293,11 @@ func TestScheduler_WakeLooksAtOnce(t *testing.T) {
 	if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Store: st, Node: "n", DefaultQueue: "q", MaxSleep: time.Hour})
+	s := New(Config{Store: st, Node: "n", Enqueue: enqueueTo(t, st, "q"), MaxSleep: time.Hour})
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
+	defer s.Stop(context.Background())
 	time.Sleep(100 * time.Millisecond) // let the first look find nothing
 	now, err := st.Now(ctx)
 	if err != nil {
@@ -324,7 +325,7 @@ func TestScheduler_WakeLooksAtOnce(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.Stop()
+	s.Stop(context.Background())
 }
 
 // syncBuf is a log sink safe for the loop's goroutine.
@@ -380,10 +381,10 @@ func TestScheduler_LoopOutlivesDatabaseOutage(t *testing.T) {
 		}
 		return st.Now(ctx)
 	}
-	s := New(Config{Store: st, Node: "n", DefaultQueue: "q", Now: clk, MaxSleep: 50 * time.Millisecond,
+	s := New(Config{Store: st, Node: "n", Enqueue: enqueueTo(t, st, "q"), Now: clk, MaxSleep: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.Start(ctx)
-	defer s.Stop()
+	defer s.Stop(context.Background())
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		runs, err := st.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: "s", Limit: 10})
@@ -398,9 +399,17 @@ func TestScheduler_LoopOutlivesDatabaseOutage(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.Stop()
+	s.Stop(context.Background())
 	out := logs.String()
 	if n := strings.Count(out, "level=WARN"); n != 1 || !strings.Contains(out, "reading due schedules recovered") {
 		t.Errorf("logs of a 3-look outage, want one warning and a recovery:\n%s", out)
 	}
+}
+
+// enqueueTo returns an enqueue service on st whose unrouted categories go
+// to defaultQueue ("" for none), as a node's.
+func enqueueTo(t *testing.T, st store.Store, defaultQueue string) *enqueue.Service {
+	e := enqueue.New(enqueue.Config{Store: st, DefaultQueue: defaultQueue})
+	t.Cleanup(func() { e.Stop(context.Background()) })
+	return e
 }

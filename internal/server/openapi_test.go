@@ -19,7 +19,6 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/rowq/rowq/internal/config"
-	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/server"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
@@ -56,9 +55,7 @@ func documentedOperations(doc *openapi3.T) []string {
 func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
-	api := httpapi.New(httpapi.Config{})
-	defer api.Close()
-	routes := api.Routes()
+	routes := startNode(t, dbtest.URL(t, "sqlite"), nil).Routes()
 	documented := documentedOperations(doc)
 	for _, r := range routes {
 		if !slices.Contains(documented, r) {

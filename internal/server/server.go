@@ -19,13 +19,16 @@ import (
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/lock"
+	"github.com/rowq/rowq/internal/metrics"
 	"github.com/rowq/rowq/internal/notify"
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/web"
 )
 
 // Version is rowq's version, set at build time with
@@ -37,19 +40,22 @@ type Server struct {
 	cfg   config.Config
 	log   *slog.Logger
 	store store.Store
-	api   *httpapi.API
-	disp  *dispatch.Dispatcher
-	stats *stats.Recorder
-	locks *lock.Service
-	sched *schedule.Scheduler
-	http  *http.Server
 	ln    net.Listener
-	serve chan error
-	// unused: connections without a request yet, closed at a stop.
-	unused unused
+	api   *httpapi.API
+	http  *httpService
+	// started holds the services Start started, in order; Stop stops
+	// them in reverse.
+	started []service
 
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// service is the lifecycle every long-running part of a node shares.
+// Stop is idempotent, and safe after a Start that failed.
+type service interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
 }
 
 // New opens the store and migrates it, retrying while the database is
@@ -117,11 +123,18 @@ func (s *Server) Store() store.Store { return s.store }
 // NodeID returns the node's id.
 func (s *Server) NodeID() string { return s.cfg.NodeID }
 
+// Routes returns the patterns of every route the node serves, such as
+// "GET /queue/{name}", once started.
+func (s *Server) Routes() []string { return s.api.Routes() }
+
 // Addr returns the address the API listens on, once started.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Start ensures the default queue, binds the API and starts the dispatcher
-// and the schedule loop.
+// Start ensures the default queue, binds the API and starts the node's
+// services in order: statistics, the dispatcher, the schedule loop,
+// enqueueing, the HTTP server and the lock service. If a step fails, the
+// services already started are stopped, in reverse, and the error is
+// returned.
 func (s *Server) Start(ctx context.Context) error {
 	cfg := s.cfg
 	defaults := store.Queue{PollingInterval: cfg.QueueDefaultPollingInterval, MaxWorkers: cfg.QueueDefaultMaxWorkers}
@@ -141,9 +154,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if host == "" {
 		host = ln.Addr().String()
 	}
-	s.stats = stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
-	s.stats.Start()
-	s.disp = dispatch.New(dispatch.Config{
+	st := stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
+	disp := dispatch.New(dispatch.Config{
 		Store:           s.store,
 		Logger:          s.log,
 		Node:            cfg.NodeID,
@@ -154,46 +166,64 @@ func (s *Server) Start(ctx context.Context) error {
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
-		Stats:           s.stats,
+		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
+		Nudger:          notify.New(notify.Config{Leaders: s.store, Logger: s.log, Node: cfg.NodeID, LeaderTTL: cfg.ConfigRefreshInterval}),
 	})
-	waker := notify.New(notify.Config{Local: s.disp, Leaders: s.store, Logger: s.log, Node: cfg.NodeID, LeaderTTL: cfg.ConfigRefreshInterval})
-	s.locks = lock.New(lock.Config{Store: s.store, Logger: s.log})
-	s.locks.Start(ctx)
-	s.sched = schedule.New(schedule.Config{
+	enq := enqueue.New(enqueue.Config{
+		Store:         s.store,
+		Logger:        s.log,
+		Dispatcher:    disp,
+		Stats:         st,
+		DefaultQueue:  cfg.QueueDefault,
+		RouteCacheTTL: cfg.ConfigRefreshInterval,
+	})
+	sched := schedule.New(schedule.Config{
 		Store:        s.store,
 		Logger:       s.log,
 		Node:         cfg.NodeID,
-		DefaultQueue: cfg.QueueDefault,
-		Waker:        waker,
+		Enqueue:      enq,
 		MisfireGrace: cfg.ScheduleMisfireGrace,
 	})
+	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
 	s.api = httpapi.New(httpapi.Config{
 		Store:         s.store,
 		Logger:        s.log,
-		Waker:         waker,
-		DefaultQueue:  cfg.QueueDefault,
+		Enqueue:       enq,
+		Dispatcher:    disp,
+		Locks:         locks,
+		Scheduler:     sched,
+		Pages:         pages(s.store, s.log),
 		QueueDefaults: defaults,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
-		Stats:         s.stats,
-		RouteCacheTTL: cfg.ConfigRefreshInterval,
-		Handoff:       s.disp,
-		Locks:         s.locks,
-		Scheduler:     s.sched,
 	})
-	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, ConnState: s.unused.track}
-	s.serve = make(chan error, 1)
-	go func() { s.serve <- s.http.Serve(ln) }()
-	if err := s.disp.Start(ctx); err != nil {
-		s.log.Warn("first heartbeat failed; the dispatcher keeps trying", "err", err)
-	}
-	if err := s.sched.Start(ctx); err != nil {
-		return fmt.Errorf("start scheduler: %w", err)
+	s.http = newHTTPService(s.api, ln)
+	// The lock service starts last so that it stops first: a stop ends
+	// lock waits, which may last minutes, before the HTTP server waits
+	// for the requests in flight. A lock request served before it starts
+	// polls for releases made on other nodes.
+	for _, svc := range []service{st, disp, sched, enq, s.http, locks} {
+		if err := svc.Start(ctx); err != nil {
+			ln.Close()
+			return errors.Join(fmt.Errorf("start %T: %w", svc, err), s.stopStarted(context.Background()))
+		}
+		s.started = append(s.started, svc)
 	}
 	s.log.Info("rowq serving", "addr", ln.Addr().String(), "database", backend.Redact(cfg.DatabaseURL), "version", Version)
 	return nil
+}
+
+// pages are the routes served beside the JSON API: Prometheus metrics and
+// the dashboard.
+func pages(st store.Store, log *slog.Logger) []httpapi.Page {
+	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Logger: log, Version: Version})}}
+	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) }})
+	for _, p := range web.Routes {
+		out = append(out, httpapi.Page{Pattern: p, Handler: dash})
+	}
+	return out
 }
 
 // workerClient is the HTTP client that delivers jobs. Per-job timeouts
@@ -208,11 +238,12 @@ func workerClient(cfg config.Config) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Stop shuts the node down softly: the API stops accepting requests and
-// finishes those in flight, the dispatcher stops taking jobs and lets
-// deliveries finish until the shutdown timeout (or until hard is closed,
-// e.g. by a second signal), then leaves its queues to other nodes. Stop is
-// idempotent.
+// Stop shuts the node down softly: lock waits end, the API stops
+// accepting requests and finishes those in flight, the pending enqueues are
+// written, the dispatcher stops taking jobs and lets deliveries finish
+// until the shutdown timeout (or until hard is closed, e.g. by a second
+// signal), then leaves its queues to other nodes, and the last statistics
+// are written. Stop is idempotent.
 func (s *Server) Stop(hard <-chan struct{}) error {
 	s.stopOnce.Do(func() { s.stopErr = s.stop(hard) })
 	return s.stopErr
@@ -228,37 +259,21 @@ func (s *Server) stop(hard <-chan struct{}) error {
 		case <-ctx.Done():
 		}
 	}()
-	var errs []error
-	if s.locks != nil {
-		// End lock waits first: the HTTP server's shutdown waits for the
-		// requests in flight, and a wait may last minutes.
-		s.locks.Stop()
-	}
-	if s.http != nil {
-		if err := s.unused.shutdown(ctx, s.http); err != nil {
-			errs = append(errs, fmt.Errorf("stop HTTP server: %w", err))
-		}
-		if err := <-s.serve; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("serve HTTP: %w", err))
-		}
-		s.api.Close()
-	}
-	if s.sched != nil {
-		s.sched.Stop()
-	}
-	if s.disp != nil {
-		s.disp.Stop(ctx)
-	}
-	if s.stats != nil {
-		// The last counts, with a budget of their own: ctx may be spent.
-		bg, cancelStats := context.WithTimeout(context.Background(), 5*time.Second)
-		s.stats.Stop(bg)
-		cancelStats()
-	}
-	if err := s.store.Close(); err != nil {
-		errs = append(errs, err)
-	}
+	err := s.stopStarted(ctx)
+	err = errors.Join(err, s.store.Close())
 	s.log.Info("rowq stopped")
+	return err
+}
+
+// stopStarted stops the services Start started, in reverse order.
+func (s *Server) stopStarted(ctx context.Context) error {
+	var errs []error
+	for i := len(s.started) - 1; i >= 0; i-- {
+		if err := s.started[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.started = nil
 	return errors.Join(errs...)
 }
 
@@ -270,14 +285,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan s
 		return err
 	}
 	if err := s.Start(ctx); err != nil {
-		s.store.Close()
-		return err
+		return errors.Join(err, s.store.Close())
 	}
 	select {
 	case <-ctx.Done():
 		s.log.Info("shutting down: finishing deliveries in flight", "timeout", cfg.ShutdownTimeout)
-	case err := <-s.serve:
-		s.serve <- err
+	case err := <-s.http.serve:
+		s.http.serve <- err
 		log.Error("HTTP server stopped", "err", err)
 	}
 	return s.Stop(hard)

@@ -8,6 +8,7 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -149,27 +150,34 @@ func (r *Recorder) Busy(queue string, delta int) {
 }
 
 // Start starts writing counts every Interval.
-func (r *Recorder) Start() {
+func (r *Recorder) Start(context.Context) error {
 	if r == nil {
-		return
+		return nil
 	}
 	r.startOnce.Do(func() { go r.loop() })
+	return nil
 }
 
 // Stop stops the writer and writes what is left. It is idempotent and safe
 // if Start was never called.
-func (r *Recorder) Stop(ctx context.Context) {
+func (r *Recorder) Stop(ctx context.Context) error {
 	if r == nil {
-		return
+		return nil
 	}
+	var err error
 	r.stopOnce.Do(func() {
 		close(r.stop)
 		r.startOnce.Do(func() { close(r.done) })
 		<-r.done
-		if err := r.Flush(ctx); err != nil {
-			r.log.Warn("write queue stats at shutdown", "err", err)
+		// The last counts get a budget of their own: a node's stop may
+		// have spent ctx on its deliveries.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err = r.Flush(ctx); err != nil {
+			err = fmt.Errorf("write queue stats at shutdown: %w", err)
 		}
 	})
+	return err
 }
 
 func (r *Recorder) loop() {

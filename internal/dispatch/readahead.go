@@ -72,24 +72,6 @@ func (a *readAhead) next() (j *store.Job, low bool) {
 	return j, len(a.jobs) <= a.refill
 }
 
-// work delivers j, then, in the same worker slot, the read-ahead's next
-// jobs while there are some and the queue is neither paused, throttled
-// (the run loop gives the read-ahead back) nor stopping; then it gives the
-// slot back.
-func (r *runner) work(j *store.Job) {
-	for j != nil {
-		r.process(j)
-		j = nil
-		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil {
-			var low bool
-			if j, low = r.ahead.next(); low {
-				r.signalFreed()
-			}
-		}
-	}
-	r.releaseSlots(1)
-}
-
 // giveBack puts the read-ahead's jobs back to waiting, for another runner
 // or a resume to take at once instead of after their grab expires.
 func (r *runner) giveBack() {

@@ -2,11 +2,48 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 )
+
+// httpService serves a handler on a listener, with the lifecycle of the
+// node's other services: Start begins serving, Stop shuts down softly
+// (requests in flight finish until ctx ends).
+type httpService struct {
+	srv    *http.Server
+	ln     net.Listener
+	serve  chan error // Serve's return, once it returned
+	unused unused     // connections without a request yet, closed at a stop
+}
+
+func newHTTPService(h http.Handler, ln net.Listener) *httpService {
+	s := &httpService{ln: ln, serve: make(chan error, 1)}
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: s.unused.track}
+	return s
+}
+
+// Start serves in the background.
+func (s *httpService) Start(context.Context) error {
+	go func() { s.serve <- s.srv.Serve(s.ln) }()
+	return nil
+}
+
+// Stop stops accepting connections and waits for the requests in flight
+// until ctx ends.
+func (s *httpService) Stop(ctx context.Context) error {
+	var errs []error
+	if err := s.unused.shutdown(ctx, s.srv); err != nil {
+		errs = append(errs, fmt.Errorf("stop HTTP server: %w", err))
+	}
+	if err := <-s.serve; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("serve HTTP: %w", err))
+	}
+	return errors.Join(errs...)
+}
 
 // unused tracks the HTTP connections that have not begun a request yet
 // (http.StateNew), such as those a client's pool dials ahead and then

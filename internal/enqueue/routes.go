@@ -1,16 +1,69 @@
-package httpapi
+package enqueue
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rowq/rowq/internal/store"
 )
+
+// UnroutableError says why a category has no queue to go to.
+type UnroutableError struct {
+	Category string
+	// Queue is the queue the category is routed to, which does not
+	// exist; "" when the category has no routing and there is no default
+	// queue.
+	Queue string
+}
+
+func (e *UnroutableError) Error() string {
+	if e.Queue != "" {
+		return fmt.Sprintf("category %q is routed to queue %q, which does not exist", e.Category, e.Queue)
+	}
+	return fmt.Sprintf("no routing for category %q and no default queue", e.Category)
+}
+
+// Route finds the queue for a category: its routing, whose queue must
+// exist, else the default queue; an *UnroutableError when neither
+// applies. Answers that lead to an insert are cached (see routeCache).
+func (s *Service) Route(ctx context.Context, category string) (string, error) {
+	if q, ok := s.routes.get(category); ok {
+		return q, nil
+	}
+	started := time.Now()
+	rt, err := s.cfg.Store.RoutingGet(ctx, category)
+	switch {
+	case err == nil:
+		if _, err := s.cfg.Store.QueueGet(ctx, rt.QueueName); errors.Is(err, store.ErrNotFound) {
+			return "", &UnroutableError{Category: category, Queue: rt.QueueName}
+		} else if err != nil {
+			return "", fmt.Errorf("route category %q: %w", category, err)
+		}
+		s.routes.put(category, rt.QueueName, started)
+		return rt.QueueName, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return "", fmt.Errorf("route category %q: %w", category, err)
+	case s.cfg.DefaultQueue != "":
+		s.routes.put(category, s.cfg.DefaultQueue, started)
+		return s.cfg.DefaultQueue, nil
+	default:
+		return "", &UnroutableError{Category: category}
+	}
+}
+
+// RoutesChanged tells that a routing or a queue changed through this node
+// (committed): the next enqueues read the routings afresh.
+func (s *Service) RoutesChanged() { s.routes.clear() }
 
 // routeCache remembers, for a short time, which queue a category's jobs go
 // to, so that an enqueue does not read the routing and its queue from the
 // database every time. Routings and queues change rarely; enqueues are the
 // hot path.
 //
-// A change made through this node's API clears the cache at once. A change
+// A change made through this node (RoutesChanged) clears the cache at once. A change
 // made on another node (or directly in the database) is seen here within
 // ttl: that is the bound on how long this node may still route a category
 // to a queue that was deleted or re-routed elsewhere. Only answers that

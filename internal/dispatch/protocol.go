@@ -1,0 +1,138 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+)
+
+// Worker result statuses (the worker protocol).
+const (
+	StatusSuccess          = "success"
+	StatusFailure          = "failure"
+	StatusPermanentFailure = "permanent-failure"
+)
+
+// maxResponse is how much of a worker's response body is read; a longer
+// body is cut, and if that leaves it unparseable the delivery is a failure.
+const maxResponse = 64 << 10
+
+// maxMessage bounds the message kept in the failure log.
+const maxMessage = 4096
+
+// Result is the outcome of one delivery.
+type Result struct {
+	Status  string // StatusSuccess, StatusFailure or StatusPermanentFailure
+	Code    int    // HTTP status code; 0 when no response came
+	Message string
+	// RetryAfter is the worker's "retry_after" (seconds, capped at 30
+	// days) on a failure; nil when absent, negative or not a number.
+	RetryAfter *time.Duration
+}
+
+// requestBody is what the worker receives: the raw text of a string
+// payload, else the payload's JSON, else nothing.
+func requestBody(payload json.RawMessage) []byte {
+	if len(payload) > 0 && payload[0] == '"' {
+		var s string
+		if err := json.Unmarshal(payload, &s); err == nil {
+			return []byte(s)
+		}
+	}
+	return payload
+}
+
+// deliver POSTs the job to its worker and interprets the answer. The HTTP
+// status code is recorded but does not decide the outcome; the body does.
+func deliver(ctx context.Context, client *http.Client, userAgent string, j *store.Job) Result {
+	if j.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.Timeout)*time.Second)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(requestBody(j.Payload)))
+	if err != nil {
+		return Result{Status: StatusFailure, Message: truncate("build request: " + err.Error())}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if userAgent != "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
+			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout)}
+		}
+		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error())}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		msg := "read response: " + err.Error()
+		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
+			msg = fmt.Sprintf("timeout: response not read within %ds", j.Timeout)
+		}
+		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg)}
+	}
+	return parseResponse(resp.StatusCode, body)
+}
+
+// parseResponse reads {"status": "...", "message": "..."}. Anything else is
+// a failure whose message holds the head of the body.
+func parseResponse(code int, body []byte) Result {
+	var r struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Result{Status: StatusFailure, Code: code, Message: truncate("worker response is not JSON: " + string(body))}
+	}
+	switch r.Status {
+	case StatusFailure:
+		return Result{Status: r.Status, Code: code, Message: truncate(r.Message), RetryAfter: retryAfter(body)}
+	case StatusSuccess, StatusPermanentFailure:
+		return Result{Status: r.Status, Code: code, Message: truncate(r.Message)}
+	default:
+		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf("worker answered unknown status %q: %s", r.Status, r.Message))}
+	}
+}
+
+// truncate cuts s to maxMessage bytes and makes it storable in every
+// dialect: valid UTF-8 (MySQL) without NUL bytes (PostgreSQL).
+func truncate(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) <= maxMessage {
+		return s
+	}
+	// Cut on a rune boundary.
+	cut := maxMessage
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
+}
+
+// retryAfter reads a failure's optional "retry_after" (seconds). A value of
+// the wrong type or a negative one is ignored rather than turning the
+// worker's answer into an unparseable one.
+func retryAfter(body []byte) *time.Duration {
+	var r struct {
+		RetryAfter *float64 `json:"retry_after"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.RetryAfter == nil || *r.RetryAfter < 0 {
+		return nil
+	}
+	d := maxRetryWait
+	if s := *r.RetryAfter; s < maxRetryWait.Seconds() {
+		d = time.Duration(s * float64(time.Second))
+	}
+	return &d
+}

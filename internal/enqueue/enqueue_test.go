@@ -1,0 +1,131 @@
+package enqueue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/enqueue"
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+)
+
+// setup returns an enqueue service on st (no dispatcher: jobs wait),
+// stopped when the test ends.
+func setup(t *testing.T, st store.Store, cfg enqueue.Config) *enqueue.Service {
+	t.Helper()
+	cfg.Store = st
+	s := enqueue.New(cfg)
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	return s
+}
+
+func TestRoute(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		st := dbtest.Open(t, dialect)
+		ctx := t.Context()
+		for _, q := range []string{"q", "other", "fallback"} {
+			if _, err := st.QueuePut(ctx, &store.Queue{Name: q, PollingInterval: 100, MaxWorkers: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "q"}); err != nil {
+			t.Fatal(err)
+		}
+		withDefault := setup(t, st, enqueue.Config{DefaultQueue: "fallback", RouteCacheTTL: time.Hour})
+		noDefault := setup(t, st, enqueue.Config{})
+
+		for _, tc := range []struct {
+			name      string
+			s         *enqueue.Service
+			category  string
+			want      string
+			wantQueue string // UnroutableError.Queue, when unroutable
+			unroute   bool
+		}{
+			{"routed", noDefault, "cat", "q", "", false},
+			{"unrouted to the default queue", withDefault, "none", "fallback", "", false},
+			{"unrouted without a default queue", noDefault, "none", "", "", true},
+		} {
+			got, err := tc.s.Route(ctx, tc.category)
+			var ue *enqueue.UnroutableError
+			if tc.unroute {
+				if !errors.As(err, &ue) || ue.Category != tc.category || ue.Queue != tc.wantQueue {
+					t.Errorf("%s: Route(%q) = %q, %v; want an UnroutableError for queue %q", tc.name, tc.category, got, err, tc.wantQueue)
+				}
+				continue
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("%s: Route(%q) = %q, %v; want %q", tc.name, tc.category, got, err, tc.want)
+			}
+		}
+
+		// A change made through this node is seen at once, whatever the
+		// cache's TTL; a routing to a queue that does not exist is refused.
+		if got, err := withDefault.Route(ctx, "cat"); err != nil || got != "q" {
+			t.Fatalf("Route(cat) = %q, %v; want q", got, err)
+		}
+		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "other"}); err != nil {
+			t.Fatal(err)
+		}
+		withDefault.RoutesChanged()
+		if got, err := withDefault.Route(ctx, "cat"); err != nil || got != "other" {
+			t.Errorf("Route(cat) after RoutesChanged = %q, %v; want other", got, err)
+		}
+		if _, err := st.QueueDelete(ctx, "other"); err != nil {
+			t.Fatal(err)
+		}
+		withDefault.RoutesChanged()
+		var ue *enqueue.UnroutableError
+		if _, err := withDefault.Route(ctx, "cat"); !errors.As(err, &ue) || ue.Queue != "other" {
+			t.Errorf("Route(cat) to a deleted queue: %v, want an UnroutableError naming queue other", err)
+		}
+	})
+}
+
+// TestPush_OneBadJobFailsOnlyItself pushes jobs concurrently, so that they
+// share grouped commits, one of them with a payload the database refuses
+// (not UTF-8): that job fails, every other one is stored. SQLite stores
+// any bytes, so no job is bad there.
+func TestPush_OneBadJobFailsOnlyItself(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"mysql", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			st := dbtest.Open(t, dialect)
+			s := setup(t, st, enqueue.Config{})
+			const n = 50
+			bad := n / 2
+			var wg sync.WaitGroup
+			ids := make([]int64, n)
+			errs := make([]error, n)
+			for i := range n {
+				p := &store.JobInsertParams{Queue: "q", Category: "c", URL: "http://worker.example/", Payload: json.RawMessage(`{"i":1}`)}
+				if i == bad {
+					p.Payload = json.RawMessage("\"\xff\xfe\"")
+				}
+				wg.Go(func() {
+					res, err := s.Push(t.Context(), p)
+					ids[i], errs[i] = res.ID, err
+				})
+			}
+			wg.Wait()
+			for i := range n {
+				switch {
+				case i == bad && errs[i] == nil:
+					t.Errorf("the job whose payload is not UTF-8 was stored (id %d)", ids[i])
+				case i != bad && errs[i] != nil:
+					t.Errorf("job %d: %v", i, errs[i])
+				case i != bad:
+					if _, err := st.JobGet(t.Context(), "q", ids[i]); err != nil {
+						t.Errorf("job %d (id %d) is not stored: %v", i, ids[i], err)
+					}
+				}
+			}
+		})
+	}
+}
