@@ -14,7 +14,7 @@ type NewJob struct {
 	MaxRetries int64           `json:"max_retries,omitempty"`
 	RetryDelay int64           `json:"retry_delay,omitempty"`
 	Timeout    int64           `json:"timeout,omitempty"`
-	// rowq's additions (see docs/jobs-extra.md).
+	// rowq's additions (see docs/jobs.md).
 	Priority      int64   `json:"priority,omitempty"`        // -1000..1000, higher first
 	UniqueKey     string  `json:"unique_key,omitempty"`      // one pending job per queue and key
 	RetryBackoff  string  `json:"retry_backoff,omitempty"`   // "fixed" (default) or "exponential"

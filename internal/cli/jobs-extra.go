@@ -11,7 +11,7 @@ import (
 	"github.com/rowq/rowq/client"
 )
 
-// Verbs for rowq's additions to Fireworq's queues (docs/jobs-extra.md):
+// Verbs for rowq's additions to Fireworq's queues (docs/jobs.md):
 // pausing queues, batch enqueue, and bulk retry and purge of the failure
 // log. They are listed in queueSubs, jobSubs and failedSubs.
 
