@@ -21,13 +21,17 @@
 //
 //	job := &rowqtype.JobRequest{URL: "http://worker/mail", MaxRetries: new(3), RetryDelay: new(60)}
 //
+// The client takes and returns these types as they are; it keeps no
+// builders or copies of its own, so a field added here reaches both sides
+// at once.
+//
 // Durations are seconds in the job, schedule and lock bodies and
 // milliseconds in the queue's polling_interval, as on the wire; times are
 // RFC 3339 with a zone offset. docs/api.md describes each field.
 package rowqtype
 
-// ErrorBody is the body of every answer other than 200: a message naming
-// the field at fault, such as "max_workers: must be 1..10000, got 0". A
+// ErrorBody is the body of every JSON answer other than 200: a message
+// naming the field at fault, such as "max_workers: must be 1..10000, got 0". A
 // lock's 409 carries more (LockConflict).
 type ErrorBody struct {
 	Error string `json:"error"`
