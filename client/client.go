@@ -1,6 +1,7 @@
 // Package client is the Go client of rowq's HTTP API: jobs, queues and
 // routings (the Fireworq-compatible surface), locks and schedules. It
-// imports only the standard library.
+// imports only the standard library and package rowqtype, whose request
+// and answer bodies it sends and returns: the server uses the same types.
 //
 // Every method takes a context and returns an *Error when the server
 // answered with a status other than 200; the Error carries the status and
@@ -18,6 +19,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // DefaultServer is the address a client talks to when none is given.
@@ -109,9 +112,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if resp.StatusCode != http.StatusOK {
 		e := &Error{Status: resp.StatusCode, Body: raw}
-		var eb struct {
-			Error string `json:"error"`
-		}
+		var eb rowqtype.ErrorBody
 		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
 			e.Message = eb.Error
 		} else {

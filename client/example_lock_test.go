@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Hold runs a function while holding a lock, renewing the lease in the
@@ -18,7 +19,7 @@ func ExampleClient_Hold() {
 	c := client.New("http://127.0.0.1:8080", nil)
 	err := c.Hold(context.Background(), "nightly-report", client.DefaultOwner(),
 		client.AcquireOptions{TTL: 30 * time.Second, Wait: 10 * time.Second},
-		func(ctx context.Context, l *client.Lease) error {
+		func(ctx context.Context, l *rowqtype.Lease) error {
 			fmt.Println("holding with token", l.Token)
 			return nil // do the work here, passing l.Token along, until ctx ends
 		})

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // A nightly job at 02:30 Berlin time; ticks missed while no rowq node ran
@@ -14,7 +15,7 @@ import (
 func ExampleClient_PutSchedule() {
 	c := client.New("http://127.0.0.1:8080", nil)
 	ctx := context.Background()
-	s, err := c.PutSchedule(ctx, "nightly-report", &client.NewSchedule{
+	s, err := c.PutSchedule(ctx, "nightly-report", &rowqtype.ScheduleRequest{
 		Cron:     "30 2 * * *",
 		Timezone: "Europe/Berlin",
 		Category: "report",

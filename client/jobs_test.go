@@ -11,6 +11,7 @@ import (
 	"github.com/rowq/rowq/internal/server"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // startServer starts a rowq node on a fresh database of the dialect and
@@ -48,7 +49,7 @@ func TestClient_JobsExtra(t *testing.T) {
 			ctx := t.Context()
 			// A paused queue, so that no job is delivered (to a worker that
 			// does not exist) while the test looks at them.
-			if _, err := c.PutQueue(ctx, "q", &client.Queue{MaxWorkers: 2, Paused: true}); err != nil {
+			if _, err := c.PutQueue(ctx, "q", &rowqtype.QueueRequest{MaxWorkers: new(2), Paused: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := c.PutRouting(ctx, "cat", "q"); err != nil {
@@ -59,28 +60,28 @@ func TestClient_JobsExtra(t *testing.T) {
 				t.Fatalf("Queue = %+v, %v; want paused", q, err)
 			}
 
-			jobs, err := c.PushJobs(ctx, []*client.BatchJob{
-				{Category: "cat", NewJob: client.NewJob{URL: "http://127.0.0.1:1/", Priority: 7, UniqueKey: "k",
-					RetryBackoff: "exponential", RetryDelay: 1, RetryDelayMax: 8, RetryJitter: 0.5, MaxRetries: 3}},
-				{Category: "cat", NewJob: client.NewJob{URL: "http://127.0.0.1:1/", UniqueKey: "k"}},
+			jobs, err := c.PushJobs(ctx, []*rowqtype.BatchJob{
+				{Category: "cat", JobRequest: rowqtype.JobRequest{URL: "http://127.0.0.1:1/", Priority: new(7), UniqueKey: new("k"),
+					RetryBackoff: new("exponential"), RetryDelay: new(1), RetryDelayMax: new(8), RetryJitter: new(0.5), MaxRetries: new(3)}},
+				{Category: "cat", JobRequest: rowqtype.JobRequest{URL: "http://127.0.0.1:1/", UniqueKey: new("k")}},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(jobs) != 2 || jobs[0].Existing || !jobs[1].Existing || jobs[1].ID != jobs[0].ID || jobs[0].Priority != 7 ||
+			if len(jobs) != 2 || *jobs[0].Existing || !*jobs[1].Existing || jobs[1].ID != jobs[0].ID || jobs[0].Priority != 7 ||
 				jobs[0].RetryBackoff != "exponential" || jobs[0].RetryDelayMax != 8 || jobs[0].RetryJitter != 0.5 || jobs[0].UniqueKey != "k" {
 				t.Fatalf("PushJobs = %+v %+v", jobs[0], jobs[1])
 			}
-			one, err := c.PushJob(ctx, "cat", &client.NewJob{URL: "http://127.0.0.1:1/", UniqueKey: "k"})
-			if err != nil || !one.Existing || one.ID != jobs[0].ID {
+			one, err := c.PushJob(ctx, "cat", &rowqtype.JobRequest{URL: "http://127.0.0.1:1/", UniqueKey: new("k")})
+			if err != nil || !*one.Existing || one.ID != jobs[0].ID {
 				t.Fatalf("PushJob with a pending key = %+v, %v", one, err)
 			}
-			if _, err := c.PushJobs(ctx, []*client.BatchJob{{Category: "cat"}}); err == nil {
+			if _, err := c.PushJobs(ctx, []*rowqtype.BatchJob{{Category: "cat"}}); err == nil {
 				t.Fatal("PushJobs of a job without url succeeded")
 			}
 
 			// Pause and resume another queue: q must stay paused.
-			if _, err := c.PutQueue(ctx, "p", &client.Queue{}); err != nil {
+			if _, err := c.PutQueue(ctx, "p", &rowqtype.QueueRequest{}); err != nil {
 				t.Fatal(err)
 			}
 			if q, err := c.PauseQueue(ctx, "p"); err != nil || !q.Paused {

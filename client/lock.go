@@ -10,33 +10,9 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/rowq/rowq/rowqtype"
 )
-
-// Lease is a holder of a lock: the caller's own (Acquire, Renew, Release)
-// or one listed by Lock and Locks.
-type Lease struct {
-	Name  string `json:"name"`
-	Owner string `json:"owner"`
-	// Token is the fencing token: larger than every token handed out for
-	// the name before. Pass it to the resource the lock protects, which
-	// refuses a token smaller than the largest it has seen.
-	Token      int64     `json:"token"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"` // by the database's clock
-	Limit      int       `json:"limit"`
-}
-
-// LockHolders is a lock with its live holders.
-type LockHolders struct {
-	Name    string   `json:"name"`
-	Holders []*Lease `json:"holders"`
-}
-
-// LocksPage is a page of GET /locks; NextCursor is "" on the last.
-type LocksPage struct {
-	Locks      []*LockHolders `json:"locks"`
-	NextCursor string         `json:"next_cursor,omitempty"`
-}
 
 // AcquireOptions are the terms of an acquire.
 type AcquireOptions struct {
@@ -56,7 +32,7 @@ type AcquireOptions struct {
 // its wait; it unwraps to the server's 409 *Error.
 type HeldError struct {
 	Name    string
-	Holders []*Lease
+	Holders []*rowqtype.Lease
 	Err     *Error
 }
 
@@ -84,7 +60,7 @@ const maxWaitPerRequest = 25 * time.Second
 // returns a *HeldError (IsConflict) when the lock stayed taken for
 // opt.Wait. Acquiring again with the same owner while holding the lock
 // returns the same lease, so a lost answer can be retried safely.
-func (c *Client) Acquire(ctx context.Context, name, owner string, opt AcquireOptions) (*Lease, error) {
+func (c *Client) Acquire(ctx context.Context, name, owner string, opt AcquireOptions) (*rowqtype.Lease, error) {
 	limit := opt.Limit
 	if limit == 0 {
 		limit = 1
@@ -92,8 +68,8 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, opt AcquireOpt
 	deadline := time.Now().Add(opt.Wait)
 	for {
 		wait := min(max(time.Until(deadline), 0), maxWaitPerRequest)
-		in := map[string]any{"owner": owner, "ttl": opt.TTL.Seconds(), "wait": wait.Seconds(), "limit": limit}
-		var out Lease
+		in := &rowqtype.LockAcquireRequest{Owner: &owner, TTL: new(opt.TTL.Seconds()), Wait: new(wait.Seconds()), Limit: &limit}
+		var out rowqtype.Lease
 		err := c.Do(ctx, http.MethodPut, "/lock/"+esc(name), nil, in, &out)
 		if err == nil {
 			return &out, nil
@@ -103,9 +79,7 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, opt AcquireOpt
 			return nil, err
 		}
 		held := &HeldError{Name: name, Err: e}
-		var body struct {
-			Holders []*Lease `json:"holders"`
-		}
+		var body rowqtype.LockConflict
 		if json.Unmarshal(e.Body, &body) == nil {
 			held.Holders = body.Holders
 		}
@@ -118,9 +92,9 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, opt AcquireOpt
 // Renew extends the lease to the database's now + ttl (POST
 // /lock/{name}/renew) and returns it; a 409 (IsConflict) means the lease
 // is no longer held.
-func (c *Client) Renew(ctx context.Context, l *Lease, ttl time.Duration) (*Lease, error) {
-	var out Lease
-	in := map[string]any{"owner": l.Owner, "token": l.Token, "ttl": ttl.Seconds()}
+func (c *Client) Renew(ctx context.Context, l *rowqtype.Lease, ttl time.Duration) (*rowqtype.Lease, error) {
+	var out rowqtype.Lease
+	in := &rowqtype.LockRenewRequest{Owner: &l.Owner, Token: &l.Token, TTL: new(ttl.Seconds())}
 	if err := c.Do(ctx, http.MethodPost, "/lock/"+esc(l.Name)+"/renew", nil, in, &out); err != nil {
 		return nil, err
 	}
@@ -129,8 +103,8 @@ func (c *Client) Renew(ctx context.Context, l *Lease, ttl time.Duration) (*Lease
 
 // Release ends the lease (DELETE /lock/{name}) and returns it; a 409
 // (IsConflict) means it was not held any more.
-func (c *Client) Release(ctx context.Context, l *Lease) (*Lease, error) {
-	var out Lease
+func (c *Client) Release(ctx context.Context, l *rowqtype.Lease) (*rowqtype.Lease, error) {
+	var out rowqtype.Lease
 	q := url.Values{"owner": {l.Owner}, "token": {strconv.FormatInt(l.Token, 10)}}
 	if err := c.Do(ctx, http.MethodDelete, "/lock/"+esc(l.Name), q, nil, &out); err != nil {
 		return nil, err
@@ -140,8 +114,8 @@ func (c *Client) Release(ctx context.Context, l *Lease) (*Lease, error) {
 
 // Lock returns the live holders of a lock (GET /lock/{name}); none when
 // it is free.
-func (c *Client) Lock(ctx context.Context, name string) (*LockHolders, error) {
-	var out LockHolders
+func (c *Client) Lock(ctx context.Context, name string) (*rowqtype.Lock, error) {
+	var out rowqtype.Lock
 	if err := c.Do(ctx, http.MethodGet, "/lock/"+esc(name), nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -150,8 +124,8 @@ func (c *Client) Lock(ctx context.Context, name string) (*LockHolders, error) {
 
 // Locks returns a page of held locks by name (GET /locks). opts may be
 // nil; its Order is not used.
-func (c *Client) Locks(ctx context.Context, opts *ListOptions) (*LocksPage, error) {
-	var out LocksPage
+func (c *Client) Locks(ctx context.Context, opts *ListOptions) (*rowqtype.LockPage, error) {
+	var out rowqtype.LockPage
 	if err := c.Do(ctx, http.MethodGet, "/locks", opts.query(), nil, &out); err != nil {
 		return nil, err
 	}
@@ -164,7 +138,7 @@ func (c *Client) Locks(ctx context.Context, opts *ListOptions) (*LocksPage, erro
 // or no renewal succeeded before it would expire) fn's context is
 // cancelled with cause ErrLeaseLost and Hold returns an error wrapping
 // ErrLeaseLost, whatever fn returns. Otherwise it returns fn's error.
-func (c *Client) Hold(ctx context.Context, name, owner string, opt AcquireOptions, fn func(ctx context.Context, l *Lease) error) error {
+func (c *Client) Hold(ctx context.Context, name, owner string, opt AcquireOptions, fn func(ctx context.Context, l *rowqtype.Lease) error) error {
 	l, err := c.Acquire(ctx, name, owner, opt)
 	if err != nil {
 		return err
@@ -215,7 +189,7 @@ func (c *Client) Hold(ctx context.Context, name, owner string, opt AcquireOption
 // lost(ErrLeaseLost) when the server says the lease is gone or when
 // validUntil (by this host's clock, a lower bound of the lease's end)
 // passes without a successful renewal.
-func (c *Client) keepRenewed(ctx context.Context, l *Lease, ttl time.Duration, validUntil time.Time, lost context.CancelCauseFunc) {
+func (c *Client) keepRenewed(ctx context.Context, l *rowqtype.Lease, ttl time.Duration, validUntil time.Time, lost context.CancelCauseFunc) {
 	next := ttl / 3
 	for {
 		timer := time.NewTimer(min(next, time.Until(validUntil)))

@@ -10,6 +10,7 @@ import (
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // serve runs a node on a fresh database of the dialect and returns a
@@ -62,7 +63,7 @@ func TestHold_RenewsAndReleases(t *testing.T) {
 		c, _ := serve(t, dialect)
 		ctx := t.Context()
 		var token int64
-		err := c.Hold(ctx, "job", "me", client.AcquireOptions{TTL: 2 * time.Second}, func(ctx context.Context, l *client.Lease) error {
+		err := c.Hold(ctx, "job", "me", client.AcquireOptions{TTL: 2 * time.Second}, func(ctx context.Context, l *rowqtype.Lease) error {
 			token = l.Token
 			// Outlive the TTL twice over.
 			for range 4 {
@@ -97,7 +98,7 @@ func TestHold_LostLeaseCancelsFunction(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		c, st := serve(t, dialect)
 		var sawCause atomic.Bool
-		err := c.Hold(t.Context(), "job", "me", client.AcquireOptions{TTL: 600 * time.Millisecond}, func(ctx context.Context, l *client.Lease) error {
+		err := c.Hold(t.Context(), "job", "me", client.AcquireOptions{TTL: 600 * time.Millisecond}, func(ctx context.Context, l *rowqtype.Lease) error {
 			// An operator (or an expiry) ends the lease behind our back.
 			if _, err := st.LockRelease(ctx, &store.LockReleaseParams{Name: l.Name, Owner: l.Owner, Token: l.Token}); err != nil {
 				return err
@@ -122,7 +123,7 @@ func TestHold_ReturnsFunctionError(t *testing.T) {
 	t.Parallel()
 	c, _ := serve(t, "sqlite")
 	boom := errors.New("boom")
-	err := c.Hold(t.Context(), "job", "me", client.AcquireOptions{TTL: time.Minute}, func(context.Context, *client.Lease) error { return boom })
+	err := c.Hold(t.Context(), "job", "me", client.AcquireOptions{TTL: time.Minute}, func(context.Context, *rowqtype.Lease) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("Hold = %v, want boom", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // pageAll follows a listing's next_cursor with limit 2 and returns the
@@ -64,14 +65,14 @@ func TestClient_Paging(t *testing.T) {
 				t.Errorf("locks = %v in %d pages, want [a b c d] in 2", locks, pages)
 			}
 
-			if _, err := c.PutQueue(ctx, "q", &client.Queue{Paused: true}); err != nil {
+			if _, err := c.PutQueue(ctx, "q", &rowqtype.QueueRequest{Paused: new(true)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := c.PutRouting(ctx, "cat", "q"); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range []string{"s3", "s1", "s2"} {
-				if _, err := c.PutSchedule(ctx, name, &client.NewSchedule{Cron: "@daily", Category: "cat", URL: "http://127.0.0.1:1/", Paused: true}); err != nil {
+				if _, err := c.PutSchedule(ctx, name, &rowqtype.ScheduleRequest{Cron: "@daily", Category: "cat", URL: "http://127.0.0.1:1/", Paused: true}); err != nil {
 					t.Fatal(err)
 				}
 			}

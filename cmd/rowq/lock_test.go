@@ -17,6 +17,7 @@ import (
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // holding is one holder's stay in the critical section, as it saw it:
@@ -248,7 +249,7 @@ func TestLockRun(t *testing.T) {
 	// The command sees its token and the lock is held while it runs.
 	script := `echo "$ROWQ_LOCK_TOKEN $ROWQ_LOCK_NAME" > ` + out + `; sleep 1; exit 7`
 	run := start(t, "rowq lock run", dir, env, "lock", "run", "job", "--ttl", "3s", "--owner", "runner", "--", "sh", "-c", script)
-	var h *client.LockHolders
+	var h *rowqtype.Lock
 	testworker.WaitFor(t, 30*time.Second, "the lock held by the command", func() bool {
 		var err error
 		h, err = c.Lock(t.Context(), "job")
@@ -293,7 +294,7 @@ func TestLockRun(t *testing.T) {
 
 	// A lost lease stops the command and says so.
 	long := start(t, "rowq lock run (lost)", dir, env, "lock", "run", "job", "--ttl", "3s", "--owner", "doomed", "--", "sleep", "60")
-	var lease *client.Lease
+	var lease *rowqtype.Lease
 	testworker.WaitFor(t, 30*time.Second, "the lock held by sleep", func() bool {
 		h, err := c.Lock(t.Context(), "job")
 		if err != nil || len(h.Holders) != 1 {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Options configures a run.
@@ -255,10 +256,10 @@ wait:
 // queue, and enqueues the jobs from o.Clients clients. It returns when the
 // first enqueue began.
 func enqueue(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
-	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, map[string]any{"max_workers": o.MaxWorkers}); err != nil {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
 		return time.Time{}, err
 	}
-	if err := c.json(ctx, "PUT", "/routing/"+category, map[string]any{"queue_name": o.Queue}); err != nil {
+	if err := c.json(ctx, "PUT", "/routing/"+category, &rowqtype.RoutingRequest{QueueName: o.Queue}); err != nil {
 		return time.Time{}, err
 	}
 	// A new queue is claimed by a node at its next refresh (1 s by
@@ -307,6 +308,8 @@ func enqueue(ctx context.Context, o Options, c *client, w *worker, category, wor
 					for seq := first; seq < end; seq++ {
 						w.sent[seq].Store(now)
 					}
+					// Only the ids of rowqtype.PushedJobs: the bench's
+					// clients share the machine with the server.
 					var out struct {
 						Jobs []struct {
 							ID int64 `json:"id"`
@@ -410,7 +413,7 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 	for i := range w.sent {
 		w.sent[i].Store(start.UnixNano())
 	}
-	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, map[string]any{"max_workers": o.MaxWorkers}); err != nil {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
 		return time.Time{}, err
 	}
 	return start, nil

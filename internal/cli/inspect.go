@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // subcommand is one verb of a command that talks to a running server, such
@@ -169,13 +170,8 @@ var queueSubs = []subcommand{
 		if err != nil {
 			return err
 		}
-		in := &client.Queue{PollingInterval: *polling, MaxWorkers: *workers, Paused: *paused}
-		if *rate != 0 {
-			in.MaxDispatchesPerSecond = rate
-		}
-		if *burst != 0 {
-			in.MaxBurstSize = burst
-		}
+		in := &rowqtype.QueueRequest{PollingInterval: nonZero(*polling), MaxWorkers: nonZero(*workers),
+			MaxDispatchesPerSecond: nonZero(*rate), MaxBurstSize: nonZero(*burst), Paused: nonZero(*paused)}
 		ctx, cancel := s.r.context()
 		defer cancel()
 		q, err := s.r.client().PutQueue(ctx, pos[0], in)
@@ -214,7 +210,7 @@ var queueSubs = []subcommand{
 		ctx, cancel := s.r.context()
 		defer cancel()
 		c := s.r.client()
-		all := map[string]*client.QueueStats{}
+		all := map[string]*rowqtype.QueueStats{}
 		var v any = all
 		if len(pos) == 1 {
 			st, err := c.QueueStats(ctx, pos[0])
@@ -244,7 +240,7 @@ var queueSubs = []subcommand{
 	}},
 }
 
-func queueTable(q *client.Queue) func(w io.Writer) {
+func queueTable(q *rowqtype.Queue) func(w io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
@@ -261,7 +257,7 @@ func routingCmd(args []string, stdout, stderr io.Writer) error {
 	return dispatchSub("routing", routingSubs, args, stdout, stderr)
 }
 
-func routingTable(rs ...*client.Routing) func(w io.Writer) {
+func routingTable(rs ...*rowqtype.Routing) func(w io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprintln(w, "CATEGORY\tQUEUE")
 		for _, r := range rs {
@@ -302,7 +298,7 @@ func jobCmd(args []string, stdout, stderr io.Writer) error {
 	return dispatchSub("job", jobSubs, args, stdout, stderr)
 }
 
-func jobTable(js ...*client.Job) func(w io.Writer) {
+func jobTable(js ...*rowqtype.Job) func(w io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tSTATUS\tCATEGORY\tNEXT_TRY\tFAILS\tURL")
 		for _, j := range js {
@@ -315,17 +311,18 @@ var jobSubs = []subcommand{
 	{"push", "CATEGORY --url URL [flags]", "enqueue a job", func(s *session, args []string) error {
 		u := s.fs.String("url", "", "worker URL (required)")
 		payload := s.fs.String("payload", "", "payload, as JSON")
-		runAfter := s.fs.Int64("run-after", 0, "seconds before the first delivery")
-		retries := s.fs.Int64("max-retries", 0, "retries after a failure")
-		delay := s.fs.Int64("retry-delay", 0, "seconds between retries")
-		timeout := s.fs.Int64("timeout", 0, "seconds a delivery may take (0: none)")
-		job := &client.NewJob{}
-		jobExtraFlags(s, job)
+		runAfter := s.fs.Int("run-after", 0, "seconds before the first delivery")
+		retries := s.fs.Int("max-retries", 0, "retries after a failure")
+		delay := s.fs.Int("retry-delay", 0, "seconds between retries")
+		timeout := s.fs.Int("timeout", 0, "seconds a delivery may take (0: none)")
+		extra := jobExtraFlags(s)
 		pos, err := s.parse(args, 1, "CATEGORY")
 		if err != nil {
 			return err
 		}
-		job.URL, job.RunAfter, job.MaxRetries, job.RetryDelay, job.Timeout = *u, *runAfter, *retries, *delay, *timeout
+		job := &rowqtype.JobRequest{URL: *u, RunAfter: nonZero(*runAfter), MaxRetries: nonZero(*retries),
+			RetryDelay: nonZero(*delay), Timeout: nonZero(*timeout)}
+		extra(job)
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return fmt.Errorf("--payload: not JSON: %q (a string needs quotes: '\"text\"')", *payload)
@@ -359,7 +356,7 @@ var jobSubs = []subcommand{
 		page, err := c.ListJobs(ctx, pos[0], *state, opts)
 		for err == nil && *all && page.NextCursor != "" {
 			opts.Cursor = page.NextCursor
-			var next *client.JobPage
+			var next *rowqtype.JobPage
 			if next, err = c.ListJobs(ctx, pos[0], *state, opts); err == nil {
 				page.Jobs, page.NextCursor = append(page.Jobs, next.Jobs...), next.NextCursor
 			}
@@ -388,7 +385,7 @@ func listFlags(fs *flag.FlagSet, orders string) *client.ListOptions {
 }
 
 // oneJob is the run of a verb that takes QUEUE ID and makes one call.
-func oneJob(op func(*client.Client, context.Context, string, int64) (*client.Job, error)) func(*session, []string) error {
+func oneJob(op func(*client.Client, context.Context, string, int64) (*rowqtype.Job, error)) func(*session, []string) error {
 	return simple(2, "QUEUE ID", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		id, err := parseID(pos[1])
 		if err != nil {
@@ -409,7 +406,7 @@ func failedCmd(args []string, stdout, stderr io.Writer) error {
 	return dispatchSub("failed", failedSubs, args, stdout, stderr)
 }
 
-func failedTable(fs ...*client.FailedJob) func(w io.Writer) {
+func failedTable(fs ...*rowqtype.FailedJob) func(w io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tJOB\tCATEGORY\tFAILED_AT\tFAILS\tSTATUS\tCODE\tMESSAGE")
 		for _, f := range fs {
@@ -449,7 +446,7 @@ var failedSubs = []subcommand{
 }
 
 // oneFailed is the run of a verb that takes QUEUE ID and makes one call.
-func oneFailed(op func(*client.Client, context.Context, string, int64) (*client.FailedJob, error)) func(*session, []string) error {
+func oneFailed(op func(*client.Client, context.Context, string, int64) (*rowqtype.FailedJob, error)) func(*session, []string) error {
 	return simple(2, "QUEUE ID", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		id, err := parseID(pos[1])
 		if err != nil {

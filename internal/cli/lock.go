@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Exit codes of `rowq lock run` when the command did not run to its end.
@@ -133,7 +134,7 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 
 	code, stopped := 0, false
 	opt := client.AcquireOptions{TTL: *ttl, Wait: *wait, Limit: *limit}
-	err = r.client().Hold(ctx, name, *owner, opt, func(ctx context.Context, l *client.Lease) error {
+	err = r.client().Hold(ctx, name, *owner, opt, func(ctx context.Context, l *rowqtype.Lease) error {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Env = append(os.Environ(),
 			"ROWQ_LOCK_NAME="+l.Name, "ROWQ_LOCK_OWNER="+l.Owner, "ROWQ_LOCK_TOKEN="+strconv.FormatInt(l.Token, 10))
@@ -221,7 +222,7 @@ func lockGet(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return r.print(stdout, h, func(w io.Writer) { printHolders(w, []*client.LockHolders{h}) })
+	return r.print(stdout, h, func(w io.Writer) { printHolders(w, []*rowqtype.Lock{h}) })
 }
 
 func lockList(args []string, stdout, stderr io.Writer) error {
@@ -248,7 +249,7 @@ func lockList(args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-func printHolders(w io.Writer, locks []*client.LockHolders) {
+func printHolders(w io.Writer, locks []*rowqtype.Lock) {
 	fmt.Fprintln(w, "NAME\tOWNER\tTOKEN\tLIMIT\tACQUIRED\tEXPIRES")
 	for _, l := range locks {
 		if len(l.Holders) == 0 {
@@ -275,11 +276,11 @@ func lockRelease(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := r.context()
 	defer cancel()
-	l, err := r.client().Release(ctx, &client.Lease{Name: pos[0], Owner: *owner, Token: *token})
+	l, err := r.client().Release(ctx, &rowqtype.Lease{Name: pos[0], Owner: *owner, Token: *token})
 	if err != nil {
 		return err
 	}
 	return r.print(stdout, l, func(w io.Writer) {
-		printHolders(w, []*client.LockHolders{{Name: l.Name, Holders: []*client.Lease{l}}})
+		printHolders(w, []*rowqtype.Lock{{Name: l.Name, Holders: []*rowqtype.Lease{l}}})
 	})
 }

@@ -55,6 +55,17 @@ func (r *remote) print(stdout io.Writer, v any, table func(w io.Writer)) error {
 	return tw.Flush()
 }
 
+// nonZero returns &v, or nil when v is its type's zero value: a flag left
+// at its zero default leaves its field out of the request, for the
+// server's default.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
 // newFlagSet returns a flag set for a subcommand that reports errors on
 // stderr and returns them instead of exiting.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 const scheduleUsage = `Usage: rowq schedule COMMAND [NAME] [flags]
@@ -42,7 +43,7 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := r.context()
 	defer cancel()
 	c := r.client()
-	printSchedule := func(s *client.Schedule) error {
+	printSchedule := func(s *rowqtype.Schedule) error {
 		return r.print(stdout, s, func(w io.Writer) { scheduleTable(w, s) })
 	}
 	switch sub {
@@ -69,7 +70,7 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		name := fs.Arg(0)
-		var s *client.Schedule
+		var s *rowqtype.Schedule
 		var err error
 		switch sub {
 		case "get":
@@ -86,23 +87,25 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return printSchedule(s)
 	case "put":
-		var ns client.NewSchedule
+		var ns rowqtype.ScheduleRequest
 		var payload string
+		var retries, delay, timeout, catchup int
 		fs.StringVar(&ns.Cron, "cron", "", `cron spec: 5 fields, 6 with seconds first, @daily…, "@every 30s" (required)`)
 		fs.StringVar(&ns.Timezone, "timezone", "", "IANA time zone of the spec (default UTC)")
 		fs.StringVar(&ns.Category, "category", "", "job category, routed like POST /job/{category} (required)")
 		fs.StringVar(&ns.URL, "url", "", "worker URL (required)")
 		fs.StringVar(&payload, "payload", "", "job payload, JSON")
-		fs.Int64Var(&ns.MaxRetries, "max-retries", 0, "retries of each job")
-		fs.Int64Var(&ns.RetryDelay, "retry-delay", 0, "seconds between retries")
-		fs.Int64Var(&ns.Timeout, "timeout", 0, "seconds a delivery may take (0: none)")
+		fs.IntVar(&retries, "max-retries", 0, "retries of each job")
+		fs.IntVar(&delay, "retry-delay", 0, "seconds between retries")
+		fs.IntVar(&timeout, "timeout", 0, "seconds a delivery may take (0: none)")
 		fs.StringVar(&ns.Misfire, "misfire", "", "ticks missed while no node ran: skip, once (default) or all")
-		fs.Int64Var(&ns.MaxCatchup, "max-catchup", 0, "most missed ticks run with --misfire all (default 100)")
+		fs.IntVar(&catchup, "max-catchup", 0, "most missed ticks run with --misfire all (default 100)")
 		fs.StringVar(&ns.Overlap, "overlap", "", "allow (default) or skip: skip a tick while the previous run's job waits or runs")
 		fs.BoolVar(&ns.Paused, "paused", false, "create the schedule paused")
 		if err := parseNamed(fs, args, 1); err != nil {
 			return err
 		}
+		ns.MaxRetries, ns.RetryDelay, ns.Timeout, ns.MaxCatchup = nonZero(retries), nonZero(delay), nonZero(timeout), nonZero(catchup)
 		if payload != "" {
 			if !json.Valid([]byte(payload)) {
 				return fmt.Errorf("--payload: not valid JSON: %s", payload)
@@ -122,7 +125,7 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return r.print(stdout, run, func(w io.Writer) { runsTable(w, []*client.ScheduleRun{run}) })
+		return r.print(stdout, run, func(w io.Writer) { runsTable(w, []*rowqtype.ScheduleRun{run}) })
 	case "runs":
 		opts := pageFlags(fs, "runs")
 		if err := parseNamed(fs, args, 1); err != nil {
@@ -172,14 +175,14 @@ func parseNamed(fs *flag.FlagSet, args []string, n int) error {
 	return fs.Parse(pos) // leaves them as fs.Args()
 }
 
-func nextRunText(s *client.Schedule) string {
+func nextRunText(s *rowqtype.Schedule) string {
 	if len(s.NextRuns) == 0 {
 		return "-"
 	}
 	return s.NextRuns[0].Local
 }
 
-func scheduleTable(w io.Writer, s *client.Schedule) {
+func scheduleTable(w io.Writer, s *rowqtype.Schedule) {
 	fmt.Fprintf(w, "name\t%s\n", s.Name)
 	fmt.Fprintf(w, "cron\t%s\n", s.Cron)
 	fmt.Fprintf(w, "timezone\t%s\n", s.Timezone)
@@ -201,7 +204,7 @@ func scheduleTable(w io.Writer, s *client.Schedule) {
 	}
 }
 
-func runsTable(w io.Writer, runs []*client.ScheduleRun) {
+func runsTable(w io.Writer, runs []*rowqtype.ScheduleRun) {
 	fmt.Fprintln(w, "ID\tKIND\tTICK\tFIRED AT\tNODE\tJOB\tNOTE")
 	for _, r := range runs {
 		job := "skipped"

@@ -18,6 +18,7 @@ import (
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Dispatcher is this node's dispatcher as the API sees it
@@ -142,7 +143,7 @@ func (a *API) routes() {
 	a.handle("POST /schedule/{name}/trigger", a.triggerSchedule)
 	a.handle("GET /schedule/{name}/runs", a.scheduleRuns)
 
-	a.handle("GET /version", func(*http.Request) (any, error) { return map[string]string{"version": a.cfg.Version}, nil })
+	a.handle("GET /version", func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
 	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", a.health)
 	for _, p := range a.cfg.Pages {
@@ -163,7 +164,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rec.Code == http.StatusMethodNotAllowed {
 			msg = fmt.Sprintf("method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.Header().Get("Allow"))
 		}
-		writeJSON(w, rec.Code, errorBody{msg})
+		writeJSON(w, rec.Code, rowqtype.ErrorBody{Error: msg})
 		return
 	}
 	a.mux.ServeHTTP(w, r)
@@ -209,10 +210,6 @@ func errorf(status int, format string, args ...any) error {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var tooBig *http.MaxBytesError
@@ -220,18 +217,18 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ae) && ae.body != nil:
 		writeJSON(w, ae.status, ae.body)
 	case errors.As(err, &ae):
-		writeJSON(w, ae.status, errorBody{ae.msg})
+		writeJSON(w, ae.status, rowqtype.ErrorBody{Error: ae.msg})
 	case errors.As(err, &tooBig):
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)})
+		writeJSON(w, http.StatusRequestEntityTooLarge, rowqtype.ErrorBody{Error: fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)})
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		a.log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{"database unavailable, retry later: " + err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, rowqtype.ErrorBody{Error: "database unavailable, retry later: " + err.Error()})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 	default:
 		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeJSON(w, http.StatusInternalServerError, errorBody{"internal error: " + err.Error()})
+		writeJSON(w, http.StatusInternalServerError, rowqtype.ErrorBody{Error: "internal error: " + err.Error()})
 	}
 }
 
@@ -316,5 +313,5 @@ func (a *API) health(r *http.Request) (any, error) {
 	if err := a.cfg.Store.Ping(r.Context()); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
-	return map[string]string{"status": "ok"}, nil
+	return &rowqtype.Health{Status: "ok"}, nil
 }

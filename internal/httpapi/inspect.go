@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Paging limits of the listings.
@@ -20,75 +20,27 @@ const (
 	maxPageSize     = 1000
 )
 
-// jobJSON is the Fireworq job object of the inspection endpoints.
-type jobJSON struct {
-	ID         int64           `json:"id"`
-	QueueName  string          `json:"queue_name"`
-	Category   string          `json:"category"`
-	URL        string          `json:"url"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-	Status     string          `json:"status"` // "claimed" (waiting or deferred) or "grabbed"
-	CreatedAt  time.Time       `json:"created_at"`
-	NextTry    time.Time       `json:"next_try"`
-	Timeout    int             `json:"timeout"`
-	FailCount  int             `json:"fail_count"`
-	MaxRetries int             `json:"max_retries"`
-	RetryDelay int             `json:"retry_delay"`
-	// GrabbedBy and GrabbedUntil are rowq's: which node holds the job, and
-	// until when, unless a delivery extends it.
-	GrabbedBy    string     `json:"grabbed_by,omitempty"`
-	GrabbedUntil *time.Time `json:"grabbed_until,omitempty"`
-}
-
-func toJobJSON(j *store.Job) *jobJSON {
-	status := "claimed"
+// toJobJSON shows a stored job as the Fireworq job object of the
+// inspection endpoints.
+func toJobJSON(j *store.Job) *rowqtype.Job {
+	status := rowqtype.JobStatusClaimed
 	if j.State == store.StateGrabbed {
-		status = "grabbed"
+		status = rowqtype.JobStatusGrabbed
 	}
-	return &jobJSON{
+	return &rowqtype.Job{
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
 	}
 }
 
-// failedJSON is the Fireworq failure log entry.
-type failedJSON struct {
-	ID        int64           `json:"id"`
-	JobID     int64           `json:"job_id"`
-	QueueName string          `json:"queue_name"`
-	Category  string          `json:"category"`
-	URL       string          `json:"url"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	Result    resultJSON      `json:"result"`
-	FailCount int             `json:"fail_count"`
-	FailedAt  time.Time       `json:"failed_at"`
-	CreatedAt time.Time       `json:"created_at"`
-}
-
-// resultJSON is the worker's last answer.
-type resultJSON struct {
-	Status  string `json:"status"`
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func toFailedJSON(f *store.FailedJob) *failedJSON {
-	return &failedJSON{
+// toFailedJSON shows a failure log entry as the Fireworq one.
+func toFailedJSON(f *store.FailedJob) *rowqtype.FailedJob {
+	return &rowqtype.FailedJob{
 		ID: f.ID, JobID: f.JobID, QueueName: f.Queue, Category: f.Category, URL: f.URL, Payload: f.Payload,
-		Result:    resultJSON{Status: f.Status, Code: f.Code, Message: f.Message},
+		Result:    rowqtype.FailedResult{Status: f.Status, Code: f.Code, Message: f.Message},
 		FailCount: f.FailCount, FailedAt: f.FailedAt, CreatedAt: f.CreatedAt,
 	}
-}
-
-type jobsPage struct {
-	Jobs       []*jobJSON `json:"jobs"`
-	NextCursor string     `json:"next_cursor,omitempty"`
-}
-
-type failedPage struct {
-	FailedJobs []*failedJSON `json:"failed_jobs"`
-	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
 // Cursors are opaque to clients: base64url of a tagged sort key, so that a
@@ -261,7 +213,7 @@ func (a *API) listJobs(kind string) handlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		page := &jobsPage{Jobs: make([]*jobJSON, 0, len(jobs))}
+		page := &rowqtype.JobPage{Jobs: make([]*rowqtype.Job, 0, len(jobs))}
 		if len(jobs) > pq.limit {
 			jobs = jobs[:pq.limit]
 			last := jobs[len(jobs)-1]
@@ -345,7 +297,7 @@ func (a *API) listFailed(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := &failedPage{FailedJobs: make([]*failedJSON, 0, len(fs))}
+	page := &rowqtype.FailedJobPage{FailedJobs: make([]*rowqtype.FailedJob, 0, len(fs))}
 	if len(fs) > pq.limit {
 		fs = fs[:pq.limit]
 		last := fs[len(fs)-1]

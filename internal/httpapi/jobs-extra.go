@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Limits of rowq's additions to the job API.
@@ -25,18 +26,8 @@ const (
 	bulkChunk       = 1000   // failure log entries per transaction
 )
 
-// jobPushedExtra holds rowq's own fields of an enqueue answer. UniqueKey
-// and Existing are there only when the request gave a unique_key.
-type jobPushedExtra struct {
-	Priority      int     `json:"priority"`
-	RetryBackoff  string  `json:"retry_backoff"`
-	RetryDelayMax int     `json:"retry_delay_max"`
-	RetryJitter   float64 `json:"retry_jitter"`
-	UniqueKey     string  `json:"unique_key,omitempty"`
-	Existing      *bool   `json:"existing,omitempty"`
-}
-
-func (req *jobRequest) validateExtra() error {
+// validateJobExtra checks rowq's additions to a job request.
+func validateJobExtra(req *rowqtype.JobRequest) error {
 	if err := checkRange("priority", req.Priority, minPriority, maxPriority); err != nil {
 		return err
 	}
@@ -88,24 +79,24 @@ func checkUniqueKey(k string) error {
 	return nil
 }
 
-// extra returns the request's rowq settings with their defaults.
-func (req *jobRequest) extra() store.JobOptions {
+// jobOptions returns the request's rowq settings with their defaults.
+func jobOptions(req *rowqtype.JobRequest) store.JobOptions {
 	return store.JobOptions{
-		Priority:      int(valueOr(req.Priority, 0)),
+		Priority:      valueOr(req.Priority, 0),
 		UniqueKey:     valueOr(req.UniqueKey, ""),
 		RetryBackoff:  valueOr(req.RetryBackoff, store.BackoffFixed),
-		RetryDelayMax: int(valueOr(req.RetryDelayMax, 0)),
+		RetryDelayMax: valueOr(req.RetryDelayMax, 0),
 		RetryJitter:   valueOr(req.RetryJitter, 0),
 	}
 }
 
 // toJobPushed answers an enqueue of p with outcome res: the new job, or the
 // pending job that holds p's unique key.
-func toJobPushed(p *store.JobInsertParams, res store.JobPushed) *jobPushed {
-	out := &jobPushed{
+func toJobPushed(p *store.JobInsertParams, res store.JobPushed) *rowqtype.PushedJob {
+	out := &rowqtype.PushedJob{
 		ID: res.ID, QueueName: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
-		RunAfter: int64(p.RunAfter / time.Second), MaxRetries: int64(p.MaxRetries), RetryDelay: int64(p.RetryDelay), Timeout: int64(p.Timeout),
-		jobPushedExtra: jobPushedExtra{Priority: p.Priority, RetryBackoff: p.RetryBackoff, RetryDelayMax: p.RetryDelayMax, RetryJitter: p.RetryJitter},
+		RunAfter: int(p.RunAfter / time.Second), MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay, Timeout: p.Timeout,
+		Priority: p.Priority, RetryBackoff: p.RetryBackoff, RetryDelayMax: p.RetryDelayMax, RetryJitter: p.RetryJitter,
 	}
 	if res.Existing && res.Job != nil {
 		out = storedJobPushed(res.Job)
@@ -119,25 +110,21 @@ func toJobPushed(p *store.JobInsertParams, res store.JobPushed) *jobPushed {
 
 // storedJobPushed shows a stored job as an enqueue answer. Its run_after is the
 // time from its creation to its next try.
-func storedJobPushed(j *store.Job) *jobPushed {
-	return &jobPushed{
+func storedJobPushed(j *store.Job) *rowqtype.PushedJob {
+	return &rowqtype.PushedJob{
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
-		RunAfter:   max(int64(j.NextTry.Sub(j.CreatedAt)/time.Second), 0),
-		MaxRetries: int64(j.MaxRetries), RetryDelay: int64(j.RetryDelay), Timeout: int64(j.Timeout),
-		jobPushedExtra: jobPushedExtra{Priority: j.Priority, RetryBackoff: j.RetryBackoff, RetryDelayMax: j.RetryDelayMax,
-			RetryJitter: j.RetryJitter, UniqueKey: j.UniqueKey},
+		RunAfter:   max(int(j.NextTry.Sub(j.CreatedAt)/time.Second), 0),
+		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, Timeout: j.Timeout,
+		Priority: j.Priority, RetryBackoff: j.RetryBackoff, RetryDelayMax: j.RetryDelayMax,
+		RetryJitter: j.RetryJitter, UniqueKey: j.UniqueKey,
 	}
 }
 
-// pushJobsRequest is the body of POST /jobs; each element is the body of
-// POST /job/{category} plus its category.
+// pushJobsRequest is how POST /jobs is decoded: rowqtype.JobsRequest with
+// each element (a rowqtype.BatchJob) left raw, so that each is decoded on
+// its own and an error names its element ("jobs[3].url: required").
 type pushJobsRequest struct {
 	Jobs []json.RawMessage `json:"jobs"`
-}
-
-type pushJobsElement struct {
-	Category string `json:"category"`
-	jobRequest
 }
 
 // pushJobs is POST /jobs: up to maxPushJobs jobs in one transaction.
@@ -162,15 +149,15 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*jobPushed, len(ps))
+	out := make([]*rowqtype.PushedJob, len(ps))
 	for i, p := range ps {
 		out[i] = toJobPushed(p, res[i])
 	}
-	return map[string]any{"jobs": out}, nil
+	return &rowqtype.PushedJobs{Jobs: out}, nil
 }
 
 func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes map[string]string) (*store.JobInsertParams, error) {
-	var el pushJobsElement
+	var el rowqtype.BatchJob
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&el); err != nil {
@@ -178,7 +165,7 @@ func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes m
 		var ae *apiError
 		if errors.As(err, &ae) {
 			// A type error's path names the embedded struct.
-			ae.msg = strings.TrimPrefix(ae.msg, "jobRequest.")
+			ae.msg = strings.TrimPrefix(ae.msg, "JobRequest.")
 		}
 		return nil, err
 	}
@@ -188,7 +175,7 @@ func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes m
 	if err := checkName("category", el.Category); err != nil {
 		return nil, err
 	}
-	return a.jobParams(ctx, el.Category, &el.jobRequest, routes)
+	return a.jobParams(ctx, el.Category, &el.JobRequest, routes)
 }
 
 // elementError names the element of a list in a client error:
@@ -254,12 +241,6 @@ func (a *API) retryFailedJob(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// failedBulkRequest is the optional body of the bulk failure log requests;
-// no ids (absent or null) means every entry of the queue.
-type failedBulkRequest struct {
-	IDs []int64 `json:"ids"`
-}
-
 // retryFailedJobs is POST /queue/{name}/failed/retry.
 func (a *API) retryFailedJobs(r *http.Request) (any, error) {
 	n, err := a.failedBulk(r, a.cfg.Store.FailedJobsRetry)
@@ -274,7 +255,7 @@ func (a *API) retryFailedJobs(r *http.Request) (any, error) {
 	if n > 0 {
 		a.cfg.Enqueue.Due(r.PathValue("name"))
 	}
-	return map[string]int{"retried": n}, nil
+	return &rowqtype.FailedRetryResult{Retried: n}, nil
 }
 
 // deleteFailedJobs is DELETE /queue/{name}/failed.
@@ -283,7 +264,7 @@ func (a *API) deleteFailedJobs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]int{"deleted": n}, nil
+	return &rowqtype.FailedDeleteResult{Deleted: n}, nil
 }
 
 // failedBulk runs op over the entries the request names, bulkChunk entries
@@ -295,7 +276,8 @@ func (a *API) failedBulk(r *http.Request, op func(context.Context, *store.Failed
 	if err := checkName("name", name); err != nil {
 		return 0, err
 	}
-	var req failedBulkRequest
+	// No ids (absent or null) means every entry of the queue.
+	var req rowqtype.FailedBulkRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return 0, err
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -10,40 +9,12 @@ import (
 
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
-// jobRequest is the body of POST /job/{category}. Durations are seconds.
-type jobRequest struct {
-	URL        string          `json:"url"`
-	Payload    json.RawMessage `json:"payload"`
-	RunAfter   *int64          `json:"run_after"`
-	MaxRetries *int64          `json:"max_retries"`
-	RetryDelay *int64          `json:"retry_delay"`
-	Timeout    *int64          `json:"timeout"`
-	// rowq's additions (jobs-extra.go); not an embedded struct, which
-	// would show in the field paths of decoding errors.
-	Priority      *int64   `json:"priority"`
-	UniqueKey     *string  `json:"unique_key"`
-	RetryBackoff  *string  `json:"retry_backoff"`
-	RetryDelayMax *int64   `json:"retry_delay_max"`
-	RetryJitter   *float64 `json:"retry_jitter"`
-}
-
-// jobPushed is the answer to POST /job/{category}.
-type jobPushed struct {
-	ID         int64           `json:"id"`
-	QueueName  string          `json:"queue_name"`
-	Category   string          `json:"category"`
-	URL        string          `json:"url"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-	RunAfter   int64           `json:"run_after"`
-	MaxRetries int64           `json:"max_retries"`
-	RetryDelay int64           `json:"retry_delay"`
-	Timeout    int64           `json:"timeout"`
-	jobPushedExtra
-}
-
-func (req *jobRequest) validate() error {
+// validateJob checks the body of POST /job/{category} (an element of
+// POST /jobs). Durations are seconds.
+func validateJob(req *rowqtype.JobRequest) error {
 	if err := checkURL("url", req.URL); err != nil {
 		return err
 	}
@@ -54,8 +25,8 @@ func (req *jobRequest) validate() error {
 	}
 	for _, c := range []struct {
 		field  string
-		v      *int64
-		lo, hi int64
+		v      *int
+		lo, hi int
 	}{
 		{"run_after", req.RunAfter, 0, maxRunAfter},
 		{"max_retries", req.MaxRetries, 0, maxRetries},
@@ -66,7 +37,7 @@ func (req *jobRequest) validate() error {
 			return err
 		}
 	}
-	return req.validateExtra()
+	return validateJobExtra(req)
 }
 
 func (a *API) pushJob(r *http.Request) (any, error) {
@@ -74,7 +45,7 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err := checkName("category", category); err != nil {
 		return nil, err
 	}
-	var req jobRequest
+	var req rowqtype.JobRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -92,8 +63,8 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 
 // jobParams validates a job request and routes its category (through
 // routes, a cache for one request, when not nil).
-func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, routes map[string]string) (*store.JobInsertParams, error) {
-	if err := req.validate(); err != nil {
+func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobRequest, routes map[string]string) (*store.JobInsertParams, error) {
+	if err := validateJob(req); err != nil {
 		return nil, err
 	}
 	if string(req.Payload) == "null" {
@@ -115,10 +86,10 @@ func (a *API) jobParams(ctx context.Context, category string, req *jobRequest, r
 		URL:        req.URL,
 		Payload:    req.Payload,
 		RunAfter:   time.Duration(valueOr(req.RunAfter, 0)) * time.Second,
-		Timeout:    int(valueOr(req.Timeout, 0)),
-		MaxRetries: int(valueOr(req.MaxRetries, 0)),
-		RetryDelay: int(valueOr(req.RetryDelay, 0)),
-		JobOptions: req.extra(),
+		Timeout:    valueOr(req.Timeout, 0),
+		MaxRetries: valueOr(req.MaxRetries, 0),
+		RetryDelay: valueOr(req.RetryDelay, 0),
+		JobOptions: jobOptions(req),
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Limits on lock inputs.
@@ -22,61 +23,25 @@ const (
 	maxLockLimit = 1000
 )
 
-// leaseJSON is a lease as the API shows it: the caller's own (acquire,
+// toLeaseJSON shows a lease as the API does: the caller's own (acquire,
 // renew, release) or a holder in a listing.
-type leaseJSON struct {
-	Name       string    `json:"name"`
-	Owner      string    `json:"owner"`
-	Token      int64     `json:"token"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	Limit      int       `json:"limit"`
-}
-
-func toLeaseJSON(l *store.LockLease) *leaseJSON {
-	return &leaseJSON{Name: l.Name, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt.UTC(),
+func toLeaseJSON(l *store.LockLease) *rowqtype.Lease {
+	return &rowqtype.Lease{Name: l.Name, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt.UTC(),
 		ExpiresAt: l.ExpiresAt.UTC(), Limit: l.Limit}
 }
 
-func toLeasesJSON(ls []*store.LockLease) []*leaseJSON {
-	out := make([]*leaseJSON, len(ls))
+func toLeasesJSON(ls []*store.LockLease) []*rowqtype.Lease {
+	out := make([]*rowqtype.Lease, len(ls))
 	for i, l := range ls {
 		out[i] = toLeaseJSON(l)
 	}
 	return out
 }
 
-// lockJSON is a lock and its live holders.
-type lockJSON struct {
-	Name    string       `json:"name"`
-	Holders []*leaseJSON `json:"holders"`
-}
-
-// lockConflict is a 409 whose body lists the holders (acquire) or says the
-// lease is not held (renew, release).
-type lockConflict struct {
-	Error   string       `json:"error"`
-	Holders []*leaseJSON `json:"holders,omitempty"`
-}
-
-// conflict answers 409 with c as the body.
-func conflict(c *lockConflict) error {
+// conflict answers 409 with c as the body: the holders (acquire), or that
+// the lease is not held (renew, release).
+func conflict(c *rowqtype.LockConflict) error {
 	return &apiError{status: http.StatusConflict, msg: c.Error, body: c}
-}
-
-// acquireRequest is the body of PUT /lock/{name}.
-type acquireRequest struct {
-	Owner *string  `json:"owner"`
-	TTL   *float64 `json:"ttl"`
-	Wait  *float64 `json:"wait"`
-	Limit *int64   `json:"limit"`
-}
-
-// renewRequest is the body of POST /lock/{name}/renew.
-type renewRequest struct {
-	Owner *string  `json:"owner"`
-	Token *int64   `json:"token"`
-	TTL   *float64 `json:"ttl"`
 }
 
 // checkOwner validates who holds a lease: 1..255 printable characters,
@@ -132,7 +97,7 @@ func (a *API) acquireLock(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	var req acquireRequest
+	var req rowqtype.LockAcquireRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -153,11 +118,11 @@ func (a *API) acquireLock(r *http.Request) (any, error) {
 		return nil, err
 	}
 	l, err := a.cfg.Locks.Acquire(r.Context(), &lock.AcquireParams{
-		Name: name, Owner: *req.Owner, TTL: ttl, Wait: wait, Limit: int(valueOr(req.Limit, 1)),
+		Name: name, Owner: *req.Owner, TTL: ttl, Wait: wait, Limit: valueOr(req.Limit, 1),
 	})
 	var held *lock.HeldError
 	if errors.As(err, &held) {
-		return nil, conflict(&lockConflict{Error: held.Error(), Holders: toLeasesJSON(held.Holders)})
+		return nil, conflict(&rowqtype.LockConflict{Error: held.Error(), Holders: toLeasesJSON(held.Holders)})
 	}
 	if err != nil {
 		return nil, err
@@ -170,7 +135,7 @@ func (a *API) renewLock(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	var req renewRequest
+	var req rowqtype.LockRenewRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -229,8 +194,8 @@ func (a *API) releaseLock(r *http.Request) (any, error) {
 	return toLeaseJSON(l), nil
 }
 
-func notHeldConflict(name, owner string, token int64) *lockConflict {
-	return &lockConflict{Error: "lock " + strconv.Quote(name) + ": the lease of owner " + strconv.Quote(owner) +
+func notHeldConflict(name, owner string, token int64) *rowqtype.LockConflict {
+	return &rowqtype.LockConflict{Error: "lock " + strconv.Quote(name) + ": the lease of owner " + strconv.Quote(owner) +
 		" with token " + strconv.FormatInt(token, 10) + " is not held (it expired, was released, or never was)"}
 }
 
@@ -243,14 +208,7 @@ func (a *API) getLock(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lockJSON{Name: name, Holders: toLeasesJSON(hs)}, nil
-}
-
-// locksPage is the answer of GET /locks; NextCursor is the cursor of the
-// next page, absent on the last.
-type locksPage struct {
-	Locks      []*lockJSON `json:"locks"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	return &rowqtype.Lock{Name: name, Holders: toLeasesJSON(hs)}, nil
 }
 
 // listLocks answers GET /locks: held locks by name.
@@ -269,10 +227,10 @@ func (a *API) listLocks(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page := &locksPage{Locks: []*lockJSON{}}
+	page := &rowqtype.LockPage{Locks: []*rowqtype.Lock{}}
 	for _, l := range ls {
 		if n := len(page.Locks); n == 0 || page.Locks[n-1].Name != l.Name {
-			page.Locks = append(page.Locks, &lockJSON{Name: l.Name})
+			page.Locks = append(page.Locks, &rowqtype.Lock{Name: l.Name})
 		}
 		last := page.Locks[len(page.Locks)-1]
 		last.Holders = append(last.Holders, toLeaseJSON(l))

@@ -6,31 +6,13 @@ import (
 	"net/http"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
-// queueJSON is the Fireworq queue object.
-type queueJSON struct {
-	Name                   string   `json:"name"`
-	PollingInterval        int      `json:"polling_interval"`
-	MaxWorkers             int      `json:"max_workers"`
-	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
-	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
-	Paused                 bool     `json:"paused"`
-}
-
-func toQueueJSON(q *store.Queue) *queueJSON {
-	return &queueJSON{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
+// toQueueJSON shows a queue as the Fireworq queue object.
+func toQueueJSON(q *store.Queue) *rowqtype.Queue {
+	return &rowqtype.Queue{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
 		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize, Paused: q.Paused}
-}
-
-// queueRequest is the body of PUT /queue/{name}; absent fields take the
-// configured defaults, except paused: absent keeps the queue's state.
-type queueRequest struct {
-	PollingInterval        *int64   `json:"polling_interval"`
-	MaxWorkers             *int64   `json:"max_workers"`
-	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second"`
-	MaxBurstSize           *int64   `json:"max_burst_size"`
-	Paused                 *bool    `json:"paused"`
 }
 
 func notFound(err error, format string, args ...any) error {
@@ -45,7 +27,7 @@ func (a *API) listQueues(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*queueJSON, len(qs))
+	out := make([]*rowqtype.Queue, len(qs))
 	for i, q := range qs {
 		out[i] = toQueueJSON(q)
 	}
@@ -69,7 +51,9 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	var req queueRequest
+	// Absent fields take the configured defaults, except paused: absent
+	// keeps the queue's state.
+	var req rowqtype.QueueRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return nil, err
 	}
@@ -88,13 +72,10 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	def := a.cfg.QueueDefaults
 	q := &store.Queue{
 		Name:                   name,
-		PollingInterval:        int(valueOr(req.PollingInterval, int64(def.PollingInterval))),
-		MaxWorkers:             int(valueOr(req.MaxWorkers, int64(def.MaxWorkers))),
+		PollingInterval:        valueOr(req.PollingInterval, def.PollingInterval),
+		MaxWorkers:             valueOr(req.MaxWorkers, def.MaxWorkers),
 		MaxDispatchesPerSecond: req.MaxDispatchesPerSecond,
-	}
-	if req.MaxBurstSize != nil {
-		b := int(*req.MaxBurstSize)
-		q.MaxBurstSize = &b
+		MaxBurstSize:           req.MaxBurstSize,
 	}
 	defer a.cfg.Enqueue.RoutesChanged()
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)
@@ -136,7 +117,7 @@ func (a *API) queueNode(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "queue %q has no active node yet", name)
 	}
-	return map[string]string{"id": n.ID, "host": n.Host}, nil
+	return &rowqtype.Node{ID: n.ID, Host: n.Host}, nil
 }
 
 // wakeQueue is the nudge another node sends when it accepted a job of a
@@ -148,12 +129,9 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	var req struct {
-		// Settings: the queue's settings changed; re-read them now.
-		Settings bool `json:"settings"`
-	}
+	var req rowqtype.WakeRequest
 	if err := decodeOptional(r, &req); err != nil {
 		return nil, err
 	}
-	return map[string]any{"queue_name": name, "woken": a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
+	return &rowqtype.WakeResult{QueueName: name, Woken: a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
 }

@@ -4,12 +4,12 @@ import (
 	"net/http"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
-// routingJSON is the Fireworq routing object.
-type routingJSON struct {
-	JobCategory string `json:"job_category"`
-	QueueName   string `json:"queue_name"`
+// toRoutingJSON shows a routing as the Fireworq routing object.
+func toRoutingJSON(rt *store.Routing) *rowqtype.Routing {
+	return &rowqtype.Routing{JobCategory: rt.JobCategory, QueueName: rt.QueueName}
 }
 
 func (a *API) listRoutings(r *http.Request) (any, error) {
@@ -17,9 +17,9 @@ func (a *API) listRoutings(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]routingJSON, len(rs))
+	out := make([]*rowqtype.Routing, len(rs))
 	for i, rt := range rs {
-		out[i] = routingJSON{rt.JobCategory, rt.QueueName}
+		out[i] = toRoutingJSON(rt)
 	}
 	return out, nil
 }
@@ -33,7 +33,7 @@ func (a *API) getRouting(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "no routing for category %q", category)
 	}
-	return routingJSON{rt.JobCategory, rt.QueueName}, nil
+	return toRoutingJSON(rt), nil
 }
 
 func (a *API) putRouting(r *http.Request) (any, error) {
@@ -41,9 +41,7 @@ func (a *API) putRouting(r *http.Request) (any, error) {
 	if err := checkName("category", category); err != nil {
 		return nil, err
 	}
-	var req struct {
-		QueueName string `json:"queue_name"`
-	}
+	var req rowqtype.RoutingRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -58,7 +56,7 @@ func (a *API) putRouting(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "queue_name: queue %q does not exist", req.QueueName)
 	}
-	return routingJSON{rt.JobCategory, rt.QueueName}, nil
+	return toRoutingJSON(rt), nil
 }
 
 func (a *API) deleteRouting(r *http.Request) (any, error) {
@@ -71,5 +69,5 @@ func (a *API) deleteRouting(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "no routing for category %q", category)
 	}
-	return routingJSON{rt.JobCategory, rt.QueueName}, nil
+	return toRoutingJSON(rt), nil
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Limits of schedule inputs.
@@ -18,79 +18,9 @@ const (
 	nextRunsShown = 5
 )
 
-// scheduleRequest is the body of PUT /schedule/{name}. Durations are
-// seconds.
-type scheduleRequest struct {
-	Cron       string          `json:"cron"`
-	Timezone   string          `json:"timezone"`
-	Category   string          `json:"category"`
-	URL        string          `json:"url"`
-	Payload    json.RawMessage `json:"payload"`
-	MaxRetries *int64          `json:"max_retries"`
-	RetryDelay *int64          `json:"retry_delay"`
-	Timeout    *int64          `json:"timeout"`
-	Misfire    string          `json:"misfire"`
-	MaxCatchup *int64          `json:"max_catchup"`
-	Overlap    string          `json:"overlap"`
-	Paused     bool            `json:"paused"`
-}
-
-// scheduleResponse is a schedule as the API answers it.
-type scheduleResponse struct {
-	Name       string          `json:"name"`
-	Cron       string          `json:"cron"`
-	Timezone   string          `json:"timezone"`
-	Category   string          `json:"category"`
-	URL        string          `json:"url"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-	MaxRetries int             `json:"max_retries"`
-	RetryDelay int             `json:"retry_delay"`
-	Timeout    int             `json:"timeout"`
-	Misfire    string          `json:"misfire"`
-	MaxCatchup int             `json:"max_catchup"`
-	Overlap    string          `json:"overlap"`
-	Paused     bool            `json:"paused"`
-	// NextRunAt and NextRuns are null and empty while paused.
-	NextRunAt *time.Time `json:"next_run_at"`
-	NextRuns  []nextRun  `json:"next_runs"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-}
-
-// nextRun is a fire time in the schedule's zone and in UTC.
-type nextRun struct {
-	Local string `json:"local"`
-	UTC   string `json:"utc"`
-}
-
-type scheduleList struct {
-	Schedules []*scheduleResponse `json:"schedules"`
-	// NextCursor is the cursor of the next page, absent on the last.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
-type runResponse struct {
-	ID       int64     `json:"id"`
-	Schedule string    `json:"schedule"`
-	Kind     string    `json:"kind"`
-	Tick     time.Time `json:"tick"`
-	FiredAt  time.Time `json:"fired_at"`
-	Node     string    `json:"node"`
-	JobID    *int64    `json:"job_id"`
-	Queue    string    `json:"queue_name,omitempty"`
-	Skipped  bool      `json:"skipped"`
-	Reason   string    `json:"reason,omitempty"`
-}
-
-type runList struct {
-	Runs []*runResponse `json:"runs"`
-	// NextCursor is the cursor of the next (older) page, absent on the
-	// last.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
-func toRun(r *store.ScheduleRun) *runResponse {
-	out := &runResponse{ID: r.ID, Schedule: r.Schedule, Kind: r.Kind, Tick: r.Tick, FiredAt: r.FiredAt,
+// toRun shows an entry of a schedule's run history.
+func toRun(r *store.ScheduleRun) *rowqtype.ScheduleRun {
+	out := &rowqtype.ScheduleRun{ID: r.ID, Schedule: r.Schedule, Kind: r.Kind, Tick: r.Tick, FiredAt: r.FiredAt,
 		Node: r.Node, Queue: r.Queue, Skipped: r.Skipped, Reason: r.Reason}
 	if !r.Skipped {
 		id := r.JobID
@@ -108,11 +38,13 @@ func loadZone(name string) (*time.Location, error) {
 	return time.LoadLocation(name)
 }
 
-func toSchedule(sc *store.Schedule) *scheduleResponse {
-	out := &scheduleResponse{
+// toSchedule shows a schedule as the API answers it; NextRunAt and
+// NextRuns are null and empty while it is paused.
+func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
+	out := &rowqtype.Schedule{
 		Name: sc.Name, Cron: sc.Cron, Timezone: sc.Timezone, Category: sc.Category, URL: sc.URL, Payload: sc.Payload,
 		MaxRetries: sc.MaxRetries, RetryDelay: sc.RetryDelay, Timeout: sc.Timeout, Misfire: sc.Misfire,
-		MaxCatchup: sc.MaxCatchup, Overlap: sc.Overlap, Paused: sc.Paused, NextRuns: []nextRun{},
+		MaxCatchup: sc.MaxCatchup, Overlap: sc.Overlap, Paused: sc.Paused, NextRuns: []rowqtype.NextRun{},
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
 	}
 	if sc.Paused {
@@ -130,14 +62,14 @@ func toSchedule(sc *store.Schedule) *scheduleResponse {
 	}
 	runs := append([]time.Time{next}, schedule.NextRuns(spec, next, nextRunsShown-1)...)
 	for _, t := range runs {
-		out.NextRuns = append(out.NextRuns, nextRun{Local: t.In(loc).Format(time.RFC3339), UTC: t.UTC().Format(time.RFC3339)})
+		out.NextRuns = append(out.NextRuns, rowqtype.NextRun{Local: t.In(loc).Format(time.RFC3339), UTC: t.UTC().Format(time.RFC3339)})
 	}
 	return out
 }
 
-// validate checks the request and fills in the defaults; it returns the
-// parsed spec.
-func (req *scheduleRequest) validate() (schedule.Spec, error) {
+// validateSchedule checks the body of PUT /schedule/{name} and fills in
+// the defaults; it returns the parsed spec.
+func validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, error) {
 	if req.Timezone == "" {
 		req.Timezone = "UTC"
 	}
@@ -166,8 +98,8 @@ func (req *scheduleRequest) validate() (schedule.Spec, error) {
 	}
 	for _, c := range []struct {
 		field  string
-		v      *int64
-		lo, hi int64
+		v      *int
+		lo, hi int
 	}{
 		{"max_retries", req.MaxRetries, 0, maxRetries},
 		{"retry_delay", req.RetryDelay, 0, maxRetryDelay},
@@ -201,11 +133,11 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	var req scheduleRequest
+	var req rowqtype.ScheduleRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	spec, err := req.validate()
+	spec, err := validateSchedule(&req)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +155,8 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	}
 	sc, err := a.cfg.Store.SchedulePut(ctx, &store.Schedule{
 		Name: name, Cron: req.Cron, Timezone: req.Timezone, Category: req.Category, URL: req.URL, Payload: req.Payload,
-		MaxRetries: int(valueOr(req.MaxRetries, 0)), RetryDelay: int(valueOr(req.RetryDelay, 0)), Timeout: int(valueOr(req.Timeout, 0)),
-		Misfire: req.Misfire, MaxCatchup: int(valueOr(req.MaxCatchup, 100)), Overlap: req.Overlap, Paused: req.Paused,
+		MaxRetries: valueOr(req.MaxRetries, 0), RetryDelay: valueOr(req.RetryDelay, 0), Timeout: valueOr(req.Timeout, 0),
+		Misfire: req.Misfire, MaxCatchup: valueOr(req.MaxCatchup, 100), Overlap: req.Overlap, Paused: req.Paused,
 		NextRunAt: next,
 	})
 	if err != nil {
@@ -268,7 +200,7 @@ func (a *API) listSchedules(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &scheduleList{Schedules: []*scheduleResponse{}}
+	out := &rowqtype.SchedulePage{Schedules: []*rowqtype.Schedule{}}
 	if len(ss) > pq.limit {
 		ss = ss[:pq.limit]
 		out.NextCursor = encodeNameCursor(cursorSched, ss[len(ss)-1].Name)
@@ -369,7 +301,7 @@ func (a *API) scheduleRuns(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &runList{Runs: []*runResponse{}}
+	out := &rowqtype.ScheduleRunPage{Runs: []*rowqtype.ScheduleRun{}}
 	if len(runs) > pq.limit {
 		runs = runs[:pq.limit]
 		out.NextCursor = encodeCursor(cursorRun, runs[len(runs)-1].ID)

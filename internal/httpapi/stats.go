@@ -5,28 +5,13 @@ import (
 
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
-// statsJSON is the Fireworq queue stats object. docs/api.md says what each
-// counter means and how fresh it is.
-type statsJSON struct {
-	TotalPushes            int64   `json:"total_pushes"`
-	TotalPops              int64   `json:"total_pops"`
-	TotalSuccesses         int64   `json:"total_successes"`
-	TotalFailures          int64   `json:"total_failures"`
-	TotalPermanentFailures int64   `json:"total_permanent_failures"`
-	TotalCompletes         int64   `json:"total_completes"`
-	TotalElapsed           int64   `json:"total_elapsed"` // ms
-	PushesPerSecond        float64 `json:"pushes_per_second"`
-	PopsPerSecond          float64 `json:"pops_per_second"`
-	OutstandingJobs        int64   `json:"outstanding_jobs"`
-	TotalWorkers           int     `json:"total_workers"`
-	IdleWorkers            int     `json:"idle_workers"`
-	ActiveNodes            int     `json:"active_nodes"`
-}
-
-func toStatsJSON(q *store.QueueStats) *statsJSON {
-	out := &statsJSON{
+// toStatsJSON shows a queue's statistics as the Fireworq queue stats
+// object.
+func toStatsJSON(q *store.QueueStats) *rowqtype.QueueStats {
+	out := &rowqtype.QueueStats{
 		TotalPushes: q.Pushes, TotalPops: q.Pops, TotalSuccesses: q.Successes, TotalFailures: q.Failures,
 		TotalPermanentFailures: q.PermanentFailures, TotalCompletes: q.Completes, TotalElapsed: q.ElapsedMs,
 		PushesPerSecond: q.PushesPerSecond, PopsPerSecond: q.PopsPerSecond, OutstandingJobs: q.Outstanding,
@@ -61,7 +46,7 @@ func (a *API) allQueueStats(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*statsJSON, len(m))
+	out := make(map[string]*rowqtype.QueueStats, len(m))
 	for name, q := range m {
 		out[name] = toStatsJSON(q)
 	}

@@ -60,7 +60,7 @@ func checkURL(field, v string) error {
 }
 
 // checkRange validates an optional integer field against [lo, hi].
-func checkRange(field string, v *int64, lo, hi int64) error {
+func checkRange(field string, v *int, lo, hi int) error {
 	if v != nil && (*v < lo || *v > hi) {
 		return errorf(http.StatusBadRequest, "%s: must be %d..%d, got %d", field, lo, hi, *v)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Verbs for rowq's additions to Fireworq's queues (docs/jobs.md):
@@ -28,7 +28,7 @@ func queuePauseVerb(pause bool) func(s *session, args []string) error {
 		ctx, cancel := s.r.context()
 		defer cancel()
 		c := s.r.client()
-		var q *client.Queue
+		var q *rowqtype.Queue
 		if pause {
 			q, err = c.PauseQueue(ctx, pos[0])
 		} else {
@@ -74,18 +74,16 @@ func jobPushBatch(s *session, args []string) error {
 	return s.r.print(s.stdout, map[string]any{"jobs": pushed}, func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tEXISTING\tURL")
 		for _, j := range pushed {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%t\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, j.Existing, j.URL)
+			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%t\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, existing(j), j.URL)
 		}
 	})
 }
 
 // readBatch decodes {"jobs": [...]}. Unknown fields are refused here,
-// since client.BatchJob would drop them silently (a misspelt
-// "priority" would enqueue jobs without one).
-func readBatch(r io.Reader) ([]*client.BatchJob, error) {
-	var body struct {
-		Jobs []*client.BatchJob `json:"jobs"`
-	}
+// since encoding rowqtype.BatchJob again would drop them silently (a
+// misspelt "priority" would enqueue jobs without one).
+func readBatch(r io.Reader) ([]*rowqtype.BatchJob, error) {
+	var body rowqtype.JobsRequest
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
@@ -169,18 +167,27 @@ func failedBulkVerb(retry bool) func(s *session, args []string) error {
 // maxCLIBulkIDs is the server's bound on ids in one bulk request.
 const maxCLIBulkIDs = 10_000
 
-// jobExtraFlags adds the flags of rowq's job fields to push.
-func jobExtraFlags(s *session, job *client.NewJob) {
-	s.fs.Int64Var(&job.Priority, "priority", 0, "-1000..1000: due jobs of a queue go out highest priority first")
-	s.fs.StringVar(&job.UniqueKey, "unique-key", "", "while a job of the queue with this key is pending, pushing again returns that job")
-	s.fs.StringVar(&job.RetryBackoff, "retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")
-	s.fs.Int64Var(&job.RetryDelayMax, "retry-delay-max", 0, "seconds: the cap of an exponential delay (0: the server's, 30 days)")
-	s.fs.Float64Var(&job.RetryJitter, "retry-jitter", 0, "0..1: spread each retry delay by up to ± this fraction")
+// jobExtraFlags adds the flags of rowq's job fields to push; the function
+// it returns sets them on a job once the flags are parsed.
+func jobExtraFlags(s *session) func(job *rowqtype.JobRequest) {
+	priority := s.fs.Int("priority", 0, "-1000..1000: due jobs of a queue go out highest priority first")
+	uniqueKey := s.fs.String("unique-key", "", "while a job of the queue with this key is pending, pushing again returns that job")
+	backoff := s.fs.String("retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")
+	delayMax := s.fs.Int("retry-delay-max", 0, "seconds: the cap of an exponential delay (0: the server's, 30 days)")
+	jitter := s.fs.Float64("retry-jitter", 0, "0..1: spread each retry delay by up to ± this fraction")
+	return func(job *rowqtype.JobRequest) {
+		job.Priority, job.UniqueKey, job.RetryBackoff = nonZero(*priority), nonZero(*uniqueKey), nonZero(*backoff)
+		job.RetryDelayMax, job.RetryJitter = nonZero(*delayMax), nonZero(*jitter)
+	}
 }
 
+// existing reports whether a push returned a pending job that held its
+// unique key instead of a new one.
+func existing(j *rowqtype.PushedJob) bool { return j.Existing != nil && *j.Existing }
+
 // existingNote says that a push returned a pending job instead of a new one.
-func existingNote(w io.Writer, j *client.PushedJob) {
-	if j.Existing {
+func existingNote(w io.Writer, j *rowqtype.PushedJob) {
+	if existing(j) {
 		fmt.Fprintf(w, "existing: job %s of queue %s already holds unique key %s\n", strconv.FormatInt(j.ID, 10), j.QueueName, strconv.Quote(j.UniqueKey))
 	}
 }

@@ -1,0 +1,101 @@
+package rowqtype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JobRequest is the body of POST /job/{category}: a job to enqueue.
+// Durations are seconds; a nil field takes the server's default (0, and
+// retry_backoff "fixed").
+type JobRequest struct {
+	URL        string          `json:"url"`               // the worker's URL, http or https (required)
+	Payload    json.RawMessage `json:"payload,omitempty"` // the body sent to the worker; null or absent for none
+	RunAfter   *int            `json:"run_after,omitempty"`
+	MaxRetries *int            `json:"max_retries,omitempty"`
+	RetryDelay *int            `json:"retry_delay,omitempty"`
+	Timeout    *int            `json:"timeout,omitempty"` // bounds a delivery; 0 means none
+	// rowq's additions (docs/jobs-extra.md).
+	Priority      *int     `json:"priority,omitempty"`        // -1000..1000, higher first
+	UniqueKey     *string  `json:"unique_key,omitempty"`      // one pending job per queue and key
+	RetryBackoff  *string  `json:"retry_backoff,omitempty"`   // "fixed" or "exponential"
+	RetryDelayMax *int     `json:"retry_delay_max,omitempty"` // cap of an exponential delay
+	RetryJitter   *float64 `json:"retry_jitter,omitempty"`    // 0..1, a fraction of each delay
+}
+
+// BatchJob is one element of POST /jobs: a JobRequest and its category.
+type BatchJob struct {
+	Category string `json:"category"`
+	JobRequest
+}
+
+// JobsRequest is the body of POST /jobs: 1 to 1,000 jobs stored in one
+// transaction, all or none.
+type JobsRequest struct {
+	Jobs []*BatchJob `json:"jobs"`
+}
+
+// PushedJob is the answer to an enqueue (POST /job/{category}, each
+// element of POST /jobs) and to a retried failure log entry: the job as
+// stored, or the pending job that already held the request's unique key.
+type PushedJob struct {
+	ID         int64           `json:"id"`
+	QueueName  string          `json:"queue_name"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	RunAfter   int             `json:"run_after"`
+	MaxRetries int             `json:"max_retries"`
+	RetryDelay int             `json:"retry_delay"`
+	Timeout    int             `json:"timeout"`
+	// rowq's additions.
+	Priority      int     `json:"priority"`
+	RetryBackoff  string  `json:"retry_backoff"`
+	RetryDelayMax int     `json:"retry_delay_max"`
+	RetryJitter   float64 `json:"retry_jitter"`
+	// UniqueKey and Existing are sent only when the request gave a unique
+	// key. Existing is then true when a pending job held the key: the job
+	// described is that one, and nothing was enqueued.
+	UniqueKey string `json:"unique_key,omitempty"`
+	Existing  *bool  `json:"existing,omitempty"`
+}
+
+// PushedJobs is the answer to POST /jobs, in the order of the request.
+type PushedJobs struct {
+	Jobs []*PushedJob `json:"jobs"`
+}
+
+// Values of Job.Status.
+const (
+	JobStatusClaimed = "claimed" // waiting or deferred
+	JobStatusGrabbed = "grabbed" // held by a node for delivery
+)
+
+// Job is a stored job as the inspection endpoints answer it
+// (GET /queue/{name}/job/{id}, the waiting, deferred and grabbed
+// listings).
+type Job struct {
+	ID         int64           `json:"id"`
+	QueueName  string          `json:"queue_name"`
+	Category   string          `json:"category"`
+	URL        string          `json:"url"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Status     string          `json:"status"` // JobStatusClaimed or JobStatusGrabbed
+	CreatedAt  time.Time       `json:"created_at"`
+	NextTry    time.Time       `json:"next_try"`
+	Timeout    int             `json:"timeout"`
+	FailCount  int             `json:"fail_count"`
+	MaxRetries int             `json:"max_retries"`
+	RetryDelay int             `json:"retry_delay"`
+	// GrabbedBy and GrabbedUntil are rowq's, sent for a grabbed job: the
+	// node that holds it, and until when unless a delivery extends it.
+	GrabbedBy    string     `json:"grabbed_by,omitempty"`
+	GrabbedUntil *time.Time `json:"grabbed_until,omitempty"`
+}
+
+// JobPage is one page of a job listing; NextCursor, the cursor of the
+// next page, is left out on the last.
+type JobPage struct {
+	Jobs       []*Job `json:"jobs"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

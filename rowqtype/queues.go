@@ -1,0 +1,65 @@
+package rowqtype
+
+// Queue is a queue's settings, as the queue endpoints answer them.
+type Queue struct {
+	Name            string `json:"name"`
+	PollingInterval int    `json:"polling_interval"` // milliseconds
+	MaxWorkers      int    `json:"max_workers"`      // deliveries in flight
+	// MaxDispatchesPerSecond and MaxBurstSize throttle the queue; they
+	// are left out when it has no throttle.
+	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
+	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
+	// Paused queues accept jobs but dispatch none.
+	Paused bool `json:"paused"`
+}
+
+// QueueRequest is the body of PUT /queue/{name}, which creates or
+// replaces the queue. A nil field takes the server's configured default,
+// except Paused: nil keeps the queue's state, true pauses, false resumes.
+type QueueRequest struct {
+	PollingInterval        *int     `json:"polling_interval,omitempty"` // milliseconds
+	MaxWorkers             *int     `json:"max_workers,omitempty"`
+	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
+	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
+	Paused                 *bool    `json:"paused,omitempty"`
+}
+
+// Node is the rowq node dispatching a queue (GET /queue/{name}/node).
+type Node struct {
+	ID   string `json:"id"`
+	Host string `json:"host"`
+}
+
+// WakeRequest is the optional body of POST /queue/{name}/wake, the nudge
+// one rowq node sends another that leads the queue.
+type WakeRequest struct {
+	// Settings says the queue's settings changed: the leader re-reads
+	// them now.
+	Settings bool `json:"settings,omitempty"`
+}
+
+// WakeResult is the answer of POST /queue/{name}/wake: Woken tells
+// whether this node leads the queue and woke its dispatcher.
+type WakeResult struct {
+	QueueName string `json:"queue_name"`
+	Woken     bool   `json:"woken"`
+}
+
+// QueueStats are a queue's statistics, summed over every node
+// (GET /queue/{name}/stats; GET /queues/stats maps each queue's name to
+// them). docs/api.md says what each field means and how fresh it is.
+type QueueStats struct {
+	TotalPushes            int64   `json:"total_pushes"`
+	TotalPops              int64   `json:"total_pops"`
+	TotalSuccesses         int64   `json:"total_successes"`
+	TotalFailures          int64   `json:"total_failures"`
+	TotalPermanentFailures int64   `json:"total_permanent_failures"`
+	TotalCompletes         int64   `json:"total_completes"`
+	TotalElapsed           int64   `json:"total_elapsed"` // milliseconds
+	PushesPerSecond        float64 `json:"pushes_per_second"`
+	PopsPerSecond          float64 `json:"pops_per_second"`
+	OutstandingJobs        int64   `json:"outstanding_jobs"`
+	TotalWorkers           int     `json:"total_workers"`
+	IdleWorkers            int     `json:"idle_workers"`
+	ActiveNodes            int     `json:"active_nodes"`
+}
