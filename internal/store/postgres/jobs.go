@@ -3,11 +3,13 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -210,25 +212,6 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	return nil
 }
 
-const failedJobCols = `id, job_id, queue_name, category, url, payload, status, code, message,
-	fail_count, failed_at, created_at,
-	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
-
-func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
-	var (
-		f       store.FailedJob
-		payload []byte
-	)
-	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message,
-		&f.FailCount, &f.FailedAt, &f.CreatedAt,
-		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
-	if payload != nil {
-		f.Payload = payload
-	}
-	f.FailedAt, f.CreatedAt = f.FailedAt.UTC(), f.CreatedAt.UTC()
-	return &f, err
-}
-
 // JobFail moves a job grabbed by p.Node to the failure log with
 // fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
 // hold it.
@@ -272,12 +255,155 @@ func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job,
 	return j, nil
 }
 
-// FailedJobGet returns one failure log entry of the queue, or
-// store.ErrNotFound.
-func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = $1 AND queue_name = $2`, id, queue)
-	if err != nil {
-		return nil, wrap(err, "get failed job %d of queue %q", id, queue)
+func backoffOrFixed(b string) string {
+	if b == "" {
+		return store.BackoffFixed
 	}
-	return f, nil
+	return b
+}
+
+// insertUniqueSQL is insertSQL that stores nothing when the job's unique
+// key is taken. ON CONFLICT waits for a concurrent insert of the same key
+// to commit or roll back, and an insert that does nothing does not abort
+// the transaction.
+var insertUniqueSQL = strings.Replace(insertSQL, "RETURNING id",
+	"ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", 1)
+
+// uniqueAttempts bounds how often a push retries a key whose holder left
+// between the INSERT that collided and the SELECT that looked for it.
+const uniqueAttempts = 10
+
+// JobsPush stores the jobs in one transaction: those without a unique key
+// with one statement, the others one by one with ON CONFLICT DO NOTHING,
+// reading the holder of a taken key (READ COMMITTED: each statement sees
+// what committed before it).
+func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var out []store.JobPushed
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = make([]store.JobPushed, len(jobs))
+		var (
+			plain []*store.JobInsertParams
+			at    []int
+		)
+		for i, j := range jobs {
+			if j.UniqueKey == "" {
+				plain, at = append(plain, j), append(at, i)
+			}
+		}
+		if len(plain) > 0 {
+			rows, _ := tx.Query(ctx, insertSQL, insertArgs(plain)...)
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			for k, id := range ids {
+				out[at[k]].ID = id
+			}
+		}
+		for _, i := range store.KeyedInOrder(jobs) {
+			var err error
+			if out[i], err = pushUnique(ctx, tx, jobs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "push %d jobs", len(jobs))
+	}
+	return out, nil
+}
+
+// pushUnique inserts a job with a unique key, or finds the pending job
+// that holds the key.
+func pushUnique(ctx context.Context, tx pgx.Tx, j *store.JobInsertParams) (store.JobPushed, error) {
+	for range uniqueAttempts {
+		rows, _ := tx.Query(ctx, insertUniqueSQL, insertArgs([]*store.JobInsertParams{j})...)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return store.JobPushed{}, err
+		}
+		if len(ids) == 1 {
+			return store.JobPushed{ID: ids[0]}, nil
+		}
+		rows, _ = tx.Query(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
+			FROM jobs WHERE queue_name = $1 AND unique_key = $2`, j.Queue, j.UniqueKey)
+		held, err := pgx.CollectExactlyOneRow(rows, scanJob)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the holder finished meanwhile: the key is free again
+		}
+		if err != nil {
+			return store.JobPushed{}, err
+		}
+		return store.JobPushed{ID: held.ID, Existing: true, Job: held}, nil
+	}
+	return store.JobPushed{}, fmt.Errorf("unique key %q of queue %q: taken and freed %d times in a row", j.UniqueKey, j.Queue, uniqueAttempts)
+}
+
+// JobsInsertGrabbed stores the jobs already grabbed by p.Node until
+// now() + p.Lease with one INSERT and returns them in order. The INSERT
+// returns what the database decided (id and times); the rest is p's.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	type stored struct {
+		id                   int64
+		created, next, until time.Time
+	}
+	args := append(insertArgs(p.Jobs), p.Node, p.Lease.Seconds())
+	rows, err := queryRows(ctx, s, func(row pgx.CollectableRow) (stored, error) {
+		var r stored
+		err := row.Scan(&r.id, &r.created, &r.next, &r.until)
+		return r, err
+	}, insertGrabbedSQL, args...)
+	if err != nil {
+		return nil, wrap(err, "insert %d grabbed jobs", len(p.Jobs))
+	}
+	jobs := make([]*store.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = p.Jobs[i].GrabbedJob(r.id, p.Node, r.created.UTC(), r.next.UTC(), r.until.UTC())
+	}
+	return jobs, nil
+}
+
+// jobsDueSQL names the queues of $1 whose earliest waiting job is due: for
+// each, the subquery reads one entry of jobs_list (queue_name, state,
+// next_try, id), however many jobs wait.
+const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
+	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
+
+// jobsExpiredSQL names the queues of $1 that hold an expired grab; a
+// queue's grabs are its deliveries in flight, few.
+const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[]) AS q
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND grabbed_until <= now())`
+
+// JobsDue returns those of queues that hold a waiting job due now.
+func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, wrap(err, "look for due jobs in %d queues", len(queues))
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, wrap(err, "look for expired grabs in %d queues", len(queues))
+	}
+	return expired, nil
+}
+
+// queueNames runs query with the queues as $1 and returns the names it
+// selects.
+func (s *Store) queueNames(ctx context.Context, query string, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	return queryRows(ctx, s, pgx.RowTo[string], query, queues)
 }

@@ -4,31 +4,18 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
-// NodeHeartbeat registers the node or extends its registration to now + TTL;
-// started_at is kept.
-func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams) error {
-	_, err := s.exec(ctx, `/* rowq:nodes.heartbeat */
-		INSERT INTO nodes (id, host, started_at, expires_at)
-		VALUES ($1, $2, now(), now() + make_interval(secs => $3))
-		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at`,
-		p.ID, p.Host, p.TTL.Seconds())
+// QueueSetPaused pauses or resumes the queue and returns it, or
+// store.ErrNotFound.
+func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
+	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.set_paused */
+		UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING `+queueCols, name, paused)
 	if err != nil {
-		return wrap(err, "heartbeat node %q", p.ID)
+		return nil, wrap(err, "set paused=%t on queue %q", paused, name)
 	}
-	return nil
-}
-
-// NodeDelete removes the node's registration; its queues are then free to
-// be claimed.
-func (s *Store) NodeDelete(ctx context.Context, id string) error {
-	if _, err := s.exec(ctx, `/* rowq:nodes.delete */ DELETE FROM nodes WHERE id = $1`, id); err != nil {
-		return wrap(err, "delete node %q", id)
-	}
-	return nil
+	return q, nil
 }
 
 const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
@@ -147,61 +134,4 @@ func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, err
 		return nil, wrap(err, "get leader of queue %q", queue)
 	}
 	return n, nil
-}
-
-func scanNode(row pgx.CollectableRow) (*store.Node, error) {
-	var n store.Node
-	err := row.Scan(&n.ID, &n.Host, &n.StartedAt, &n.ExpiresAt)
-	n.StartedAt, n.ExpiresAt = n.StartedAt.UTC(), n.ExpiresAt.UTC()
-	return &n, err
-}
-
-const routingCols = `job_category, queue_name`
-
-func scanRouting(row pgx.CollectableRow) (*store.Routing, error) {
-	var r store.Routing
-	err := row.Scan(&r.JobCategory, &r.QueueName)
-	return &r, err
-}
-
-// RoutingPut creates or replaces a routing; store.ErrNotFound if its queue
-// does not exist.
-func (s *Store) RoutingPut(ctx context.Context, r *store.Routing) (*store.Routing, error) {
-	got, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.put */
-		INSERT INTO routings (job_category, queue_name, created_at, updated_at)
-		SELECT $1, $2, now(), now() WHERE EXISTS (SELECT 1 FROM queues WHERE name = $2)
-		ON CONFLICT (job_category) DO UPDATE SET queue_name = EXCLUDED.queue_name, updated_at = EXCLUDED.updated_at
-		RETURNING `+routingCols,
-		r.JobCategory, r.QueueName)
-	if err != nil {
-		return nil, wrap(err, "put routing %q to queue %q", r.JobCategory, r.QueueName)
-	}
-	return got, nil
-}
-
-// RoutingGet returns one routing or store.ErrNotFound.
-func (s *Store) RoutingGet(ctx context.Context, category string) (*store.Routing, error) {
-	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.get */ SELECT `+routingCols+` FROM routings WHERE job_category = $1`, category)
-	if err != nil {
-		return nil, wrap(err, "get routing %q", category)
-	}
-	return r, nil
-}
-
-// RoutingList returns all routings ordered by category.
-func (s *Store) RoutingList(ctx context.Context) ([]*store.Routing, error) {
-	rs, err := queryRows(ctx, s, scanRouting, `/* rowq:routings.list */ SELECT `+routingCols+` FROM routings ORDER BY job_category`)
-	if err != nil {
-		return nil, wrap(err, "list routings")
-	}
-	return rs, nil
-}
-
-// RoutingDelete removes the routing and returns it, or store.ErrNotFound.
-func (s *Store) RoutingDelete(ctx context.Context, category string) (*store.Routing, error) {
-	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.delete */ DELETE FROM routings WHERE job_category = $1 RETURNING `+routingCols, category)
-	if err != nil {
-		return nil, wrap(err, "delete routing %q", category)
-	}
-	return r, nil
 }
