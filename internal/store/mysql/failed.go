@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, " +
 	"timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter"
 
-func scanFailedJob(sc scanner) (*store.FailedJob, error) {
+func scanFailedJob(sc sqldb.Scanner) (*store.FailedJob, error) {
 	var (
 		f       store.FailedJob
 		payload []byte
@@ -108,7 +109,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, o
 	q.WriteString("/* rowq:failed_jobs." + op + "_bulk */ SELECT id FROM failed_jobs WHERE queue_name = ?")
 	args := []any{p.Queue}
 	if p.IDs != nil {
-		q.WriteString(" AND id IN (" + placeholders(len(p.IDs)) + ")")
+		q.WriteString(" AND id IN (" + sqldb.Placeholders(len(p.IDs)) + ")")
 		for _, id := range p.IDs {
 			args = append(args, id)
 		}
@@ -142,7 +143,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, o
 				return err
 			}
 			res.Count = len(ids)
-			in := "(" + placeholders(len(ids)) + ")"
+			in := "(" + sqldb.Placeholders(len(ids)) + ")"
 			if err := before(tx, in, ids); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
@@ -17,7 +18,7 @@ const jobCols = "id, queue_name, category, url, payload, state, created_at, next
 	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
-func scanJob(sc scanner, extra ...any) (*store.Job, error) {
+func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 	var (
 		j       store.Job
 		payload []byte
@@ -109,13 +110,13 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 // A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
 // consecutive ids (in steps of @@auto_increment_increment) in every
 // innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
-func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+func insertChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
 	q, args := insertSQL(jobs, nil, nil)
 	return execInsert(ctx, db, q, args, len(jobs), step, ids)
 }
 
 // execInsert runs the INSERT q of n rows and appends their ids.
-func execInsert(ctx context.Context, db execer, q string, args []any, n int, step int64, ids *[]int64) error {
+func execInsert(ctx context.Context, db sqldb.DBTX, q string, args []any, n int, step int64, ids *[]int64) error {
 	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -267,7 +268,7 @@ func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until 
 func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, extendSQL, p.Lease.Microseconds(), p.Queue, p.Node))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, extendSQL, p.Lease.Microseconds(), p.Queue, p.Node))
 		return err
 	})
 	if err != nil {
@@ -315,13 +316,13 @@ const (
 // node, until, ids.
 func grabUpdateSQL(n int) string {
 	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?
-		WHERE id IN (` + placeholders(n) + `)`
+		WHERE id IN (` + sqldb.Placeholders(n) + `)`
 }
 
 // heldSQL completes stmt (completeSQL or releaseSQL) for n ids that a
 // node still holds. Arguments: ids, node.
 func heldSQL(stmt string, n int) string {
-	return stmt + ` WHERE id IN (` + placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
+	return stmt + ` WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
 }
 
 // execHeld runs stmt on those of ids that node still holds (see heldSQL)
@@ -338,7 +339,7 @@ func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node str
 	stmt = heldSQL(stmt, len(ids))
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, stmt, args...))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, stmt, args...))
 		return err
 	})
 	return n, mapErr(err)
@@ -349,7 +350,7 @@ func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node str
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
 			UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
 				next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = ''
 			WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`,
@@ -411,7 +412,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, rescueSQL, queue))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, rescueSQL, queue))
 		return err
 	})
 	if err != nil {
@@ -568,7 +569,7 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 
 // insertGrabbedChunk inserts jobs, a chunk of p.Jobs, grabbed by p.Node,
 // with one multi-row INSERT, and appends them as stored.
-func (s *Store) insertGrabbedChunk(ctx context.Context, db dbtx, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
+func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
 	if s.returning.Load() {
 		q, args := insertSQL(jobs, p, nil)
 		rows, err := db.QueryContext(ctx, q+" RETURNING id, created_at, next_try, grabbed_until", args...)
@@ -616,7 +617,7 @@ func micros(d time.Duration) time.Duration { return time.Duration(d.Microseconds
 // next_try <= NOW(6) would become a semi-join that reads every due job.)
 func jobsDueSQL(n int) string {
 	return `/* rowq:jobs.due */ SELECT q.name FROM queues q
-		WHERE q.name IN (` + placeholders(n) + `) AND (
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND (
 			SELECT j.next_try FROM jobs j FORCE INDEX (jobs_list)
 			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
 }
@@ -626,7 +627,7 @@ func jobsDueSQL(n int) string {
 // jobs_fetch (queue_name, state, …).
 func jobsExpiredSQL(n int) string {
 	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
-		WHERE q.name IN (` + placeholders(n) + `) AND EXISTS (
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
 			SELECT 1 FROM jobs j FORCE INDEX (jobs_fetch)
 			WHERE j.queue_name = q.name AND j.state = 'grabbed' AND j.grabbed_until < NOW(6))`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // QueueSetPaused pauses or resumes the queue and returns it, or
@@ -13,7 +14,7 @@ import (
 func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:queues.set_paused */
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:queues.set_paused */
 			UPDATE queues SET paused = ?, updated_at = NOW(6) WHERE name = ?`, paused, name))
 		return err
 	})
@@ -28,7 +29,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 
 const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused"
 
-func scanQueue(sc scanner) (*store.Queue, error) {
+func scanQueue(sc sqldb.Scanner) (*store.Queue, error) {
 	var (
 		q     store.Queue
 		rate  sql.NullFloat64
@@ -48,20 +49,7 @@ func scanQueue(sc scanner) (*store.Queue, error) {
 }
 
 func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]*store.Queue, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var qs []*store.Queue
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
-	}
-	return qs, rows.Err()
+	return sqldb.QueryAll(ctx, s.db, scanQueue, query, args...)
 }
 
 // QueuePut creates the queue or replaces its settings, keeping its leader

@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const routingCols = "job_category, queue_name"
 
-func scanRouting(sc scanner) (*store.Routing, error) {
+func scanRouting(sc sqldb.Scanner) (*store.Routing, error) {
 	var r store.Routing
 	if err := sc.Scan(&r.JobCategory, &r.QueueName); err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func scanRouting(sc scanner) (*store.Routing, error) {
 // nothing without the queue row; with CLIENT_FOUND_ROWS it reports 1 or 2
 // rows otherwise, so 0 means no queue.
 func (s *Store) RoutingPut(ctx context.Context, r *store.Routing) (*store.Routing, error) {
-	n, err := affected(s.db.ExecContext(ctx, `/* rowq:routings.put */
+	n, err := sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:routings.put */
 		INSERT INTO routings (job_category, queue_name, created_at, updated_at)
 		SELECT ?, q.name, NOW(6), NOW(6) FROM queues q WHERE q.name = ?
 		ON DUPLICATE KEY UPDATE queue_name = ?, routings.updated_at = NOW(6)`,

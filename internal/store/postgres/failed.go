@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -29,9 +30,9 @@ func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
 // FailedJobGet returns one failure log entry of the queue, or
 // store.ErrNotFound.
 func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = $1 AND queue_name = $2`, id, queue)
+	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = $1 AND queue_name = $2`, id, queue)
 	if err != nil {
-		return nil, wrap(err, "get failed job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("get failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return f, nil
 }
@@ -50,11 +51,11 @@ const retryInsertSQL = `INSERT INTO jobs
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting
 // job due now, in one statement, or returns store.ErrNotFound.
 func (s *Store) FailedJobRetry(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := queryRow(ctx, s, scanJob, `/* rowq:failed_jobs.retry */
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:failed_jobs.retry */
 		WITH d AS (DELETE FROM failed_jobs WHERE id = $1 AND queue_name = $2 RETURNING *)
 		`+retryInsertSQL+` RETURNING `+jobCols, id, queue)
 	if err != nil {
-		return nil, wrap(err, "retry failed job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("retry failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
 }
@@ -77,7 +78,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, q
 	if p.Limit <= 0 || (p.IDs != nil && len(p.IDs) == 0) {
 		return &store.FailedJobsBulkResult{}, nil
 	}
-	return queryRow(ctx, s, func(row pgx.CollectableRow) (*store.FailedJobsBulkResult, error) {
+	return queryOne(ctx, s, func(row pgx.CollectableRow) (*store.FailedJobsBulkResult, error) {
 		var r store.FailedJobsBulkResult
 		return &r, row.Scan(&r.Count, &r.Last)
 	}, query, p.Queue, p.IDs, p.Before, p.Limit)
@@ -88,7 +89,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, q
 func (s *Store) FailedJobsRetry(ctx context.Context, p *store.FailedJobsBulkParams) (*store.FailedJobsBulkResult, error) {
 	res, err := s.failedBulk(ctx, p, failedBulkSQL("retry", `, i AS (`+retryInsertSQL+`)`))
 	if err != nil {
-		return nil, wrap(err, "retry failed jobs of queue %q", p.Queue)
+		return nil, fmt.Errorf("retry failed jobs of queue %q: %w", p.Queue, mapErr(err))
 	}
 	return res, nil
 }
@@ -98,7 +99,7 @@ func (s *Store) FailedJobsRetry(ctx context.Context, p *store.FailedJobsBulkPara
 func (s *Store) FailedJobsDelete(ctx context.Context, p *store.FailedJobsBulkParams) (*store.FailedJobsBulkResult, error) {
 	res, err := s.failedBulk(ctx, p, failedBulkSQL("delete", ""))
 	if err != nil {
-		return nil, wrap(err, "delete failed jobs of queue %q", p.Queue)
+		return nil, fmt.Errorf("delete failed jobs of queue %q: %w", p.Queue, mapErr(err))
 	}
 	return res, nil
 }

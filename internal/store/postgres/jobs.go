@@ -50,9 +50,9 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	ids, err := queryRows(ctx, s, pgx.RowTo[int64], insertSQL, insertArgs(jobs)...)
+	ids, err := queryAll(ctx, s, pgx.RowTo[int64], insertSQL, insertArgs(jobs)...)
 	if err != nil {
-		return nil, wrap(err, "insert %d jobs", len(jobs))
+		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), mapErr(err))
 	}
 	return ids, nil
 }
@@ -136,13 +136,13 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	jobs, err := queryRows(ctx, s, scanJob, `/* rowq:jobs.grab */
+	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.grab */
 		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4)
 		WHERE id IN (`+grabSelectSQL+`)
 		RETURNING `+jobCols,
 		p.Queue, p.Limit, p.Node, p.Lease.Seconds())
 	if err != nil {
-		return nil, wrap(err, "grab jobs from queue %q", p.Queue)
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
 	// RETURNING follows no ORDER BY.
 	slices.SortFunc(jobs, func(a, b *store.Job) int {
@@ -159,7 +159,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_by = $2`,
 		p.Queue, p.Node, p.Lease.Seconds())
 	if err != nil {
-		return 0, wrap(err, "extend jobs of node %q in queue %q", p.Node, p.Queue)
+		return 0, fmt.Errorf("extend jobs of node %q in queue %q: %w", p.Node, p.Queue, mapErr(err))
 	}
 	return n, nil
 }
@@ -174,7 +174,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
 		p.IDs, p.Node)
 	if err != nil {
-		return 0, wrap(err, "complete %d jobs of node %q", len(p.IDs), p.Node)
+		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
 	return n, nil
 }
@@ -190,7 +190,7 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 		WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
 		p.IDs, p.Node)
 	if err != nil {
-		return 0, wrap(err, "release %d jobs of node %q", len(p.IDs), p.Node)
+		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
 	return n, nil
 }
@@ -204,7 +204,7 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2`,
 		p.ID, p.Node, p.Delay.Seconds())
 	if err != nil {
-		return wrap(err, "retry job %d", p.ID)
+		return fmt.Errorf("retry job %d: %w", p.ID, mapErr(err))
 	}
 	if n == 0 {
 		return fmt.Errorf("retry job %d: not grabbed by node %q: %w", p.ID, p.Node, store.ErrNotFound)
@@ -216,7 +216,7 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 // fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
 // hold it.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
+	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
 			RETURNING id, queue_name, category, url, payload, fail_count, created_at,
@@ -228,7 +228,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)
 	if err != nil {
-		return nil, wrap(err, "fail job %d of node %q", p.ID, p.Node)
+		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return f, nil
 }
@@ -241,16 +241,16 @@ func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
 		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_until <= now()`, queue)
 	if err != nil {
-		return 0, wrap(err, "rescue jobs of queue %q", queue)
+		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, mapErr(err))
 	}
 	return n, nil
 }
 
 // JobGet returns one job of the queue, or store.ErrNotFound.
 func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := queryRow(ctx, s, scanJob, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = $1 AND queue_name = $2`, id, queue)
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = $1 AND queue_name = $2`, id, queue)
 	if err != nil {
-		return nil, wrap(err, "get job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("get job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
 }
@@ -312,7 +312,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 		return nil
 	})
 	if err != nil {
-		return nil, wrap(err, "push %d jobs", len(jobs))
+		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
 	}
 	return out, nil
 }
@@ -355,13 +355,13 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 		created, next, until time.Time
 	}
 	args := append(insertArgs(p.Jobs), p.Node, p.Lease.Seconds())
-	rows, err := queryRows(ctx, s, func(row pgx.CollectableRow) (stored, error) {
+	rows, err := queryAll(ctx, s, func(row pgx.CollectableRow) (stored, error) {
 		var r stored
 		err := row.Scan(&r.id, &r.created, &r.next, &r.until)
 		return r, err
 	}, insertGrabbedSQL, args...)
 	if err != nil {
-		return nil, wrap(err, "insert %d grabbed jobs", len(p.Jobs))
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), mapErr(err))
 	}
 	jobs := make([]*store.Job, len(rows))
 	for i, r := range rows {
@@ -385,7 +385,7 @@ const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[])
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
 	due, err := s.queueNames(ctx, jobsDueSQL, queues)
 	if err != nil {
-		return nil, wrap(err, "look for due jobs in %d queues", len(queues))
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
 	}
 	return due, nil
 }
@@ -394,7 +394,7 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
 	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
 	if err != nil {
-		return nil, wrap(err, "look for expired grabs in %d queues", len(queues))
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), mapErr(err))
 	}
 	return expired, nil
 }
@@ -405,5 +405,5 @@ func (s *Store) queueNames(ctx context.Context, query string, queues []string) (
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	return queryRows(ctx, s, pgx.RowTo[string], query, queues)
+	return queryAll(ctx, s, pgx.RowTo[string], query, queues)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -16,7 +17,7 @@ func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams)
 		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at`,
 		p.ID, p.Host, p.TTL.Seconds())
 	if err != nil {
-		return wrap(err, "heartbeat node %q", p.ID)
+		return fmt.Errorf("heartbeat node %q: %w", p.ID, mapErr(err))
 	}
 	return nil
 }
@@ -25,7 +26,7 @@ func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams)
 // be claimed.
 func (s *Store) NodeDelete(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `/* rowq:nodes.delete */ DELETE FROM nodes WHERE id = $1`, id); err != nil {
-		return wrap(err, "delete node %q", id)
+		return fmt.Errorf("delete node %q: %w", id, mapErr(err))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -10,10 +11,10 @@ import (
 // QueueSetPaused pauses or resumes the queue and returns it, or
 // store.ErrNotFound.
 func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
-	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.set_paused */
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.set_paused */
 		UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING `+queueCols, name, paused)
 	if err != nil {
-		return nil, wrap(err, "set paused=%t on queue %q", paused, name)
+		return nil, fmt.Errorf("set paused=%t on queue %q: %w", paused, name, mapErr(err))
 	}
 	return q, nil
 }
@@ -29,7 +30,7 @@ func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
 // QueuePut creates the queue or replaces its settings, keeping its leader
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
-	got, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.put */
+	got, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.put */
 		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, now(), now())
 		ON CONFLICT (name) DO UPDATE SET
@@ -41,7 +42,7 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 		RETURNING `+queueCols,
 		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
 	if err != nil {
-		return nil, wrap(err, "put queue %q", q.Name)
+		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
 	return got, nil
 }
@@ -55,34 +56,34 @@ func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, 
 		ON CONFLICT (name) DO NOTHING`,
 		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
 	if err != nil {
-		return nil, wrap(err, "ensure queue %q", q.Name)
+		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}
 	return s.QueueGet(ctx, q.Name)
 }
 
 // QueueGet returns one queue or store.ErrNotFound.
 func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error) {
-	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.get */ SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.get */ SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
 	if err != nil {
-		return nil, wrap(err, "get queue %q", name)
+		return nil, fmt.Errorf("get queue %q: %w", name, mapErr(err))
 	}
 	return q, nil
 }
 
 // QueueList returns all queues ordered by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
-	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
 	if err != nil {
-		return nil, wrap(err, "list queues")
+		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
 	return qs, nil
 }
 
 // QueueDelete removes the queue and returns it, or store.ErrNotFound.
 func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, error) {
-	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.delete */ DELETE FROM queues WHERE name = $1 RETURNING `+queueCols, name)
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.delete */ DELETE FROM queues WHERE name = $1 RETURNING `+queueCols, name)
 	if err != nil {
-		return nil, wrap(err, "delete queue %q", name)
+		return nil, fmt.Errorf("delete queue %q: %w", name, mapErr(err))
 	}
 	return q, nil
 }
@@ -102,16 +103,16 @@ const claimSQL = `/* rowq:queues.claim */
 // QueuesClaim makes p.Node the leader of every queue without a live leader.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
 	if _, err := s.exec(ctx, claimSQL, p.Node); err != nil {
-		return wrap(err, "claim queues for node %q", p.Node)
+		return fmt.Errorf("claim queues for node %q: %w", p.Node, mapErr(err))
 	}
 	return nil
 }
 
 // QueuesLed returns the queues whose leader is node, ordered by name.
 func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
-	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
+	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
 	if err != nil {
-		return nil, wrap(err, "list queues led by node %q", node)
+		return nil, fmt.Errorf("list queues led by node %q: %w", node, mapErr(err))
 	}
 	return qs, nil
 }
@@ -119,19 +120,19 @@ func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, err
 // QueuesRelease gives up every queue led by node.
 func (s *Store) QueuesRelease(ctx context.Context, node string) error {
 	if _, err := s.exec(ctx, `/* rowq:queues.release */ UPDATE queues SET leader = NULL WHERE leader = $1`, node); err != nil {
-		return wrap(err, "release queues of node %q", node)
+		return fmt.Errorf("release queues of node %q: %w", node, mapErr(err))
 	}
 	return nil
 }
 
 // QueueLeader returns the live node leading the queue, or store.ErrNotFound.
 func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, error) {
-	n, err := queryRow(ctx, s, scanNode, `/* rowq:queues.leader */
+	n, err := queryOne(ctx, s, scanNode, `/* rowq:queues.leader */
 		SELECT n.id, n.host, n.started_at, n.expires_at
 		FROM queues q JOIN nodes n ON n.id = q.leader
 		WHERE q.name = $1 AND n.expires_at > now()`, queue)
 	if err != nil {
-		return nil, wrap(err, "get leader of queue %q", queue)
+		return nil, fmt.Errorf("get leader of queue %q: %w", queue, mapErr(err))
 	}
 	return n, nil
 }

@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const failedCols = `id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
 	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
 
-func scanFailed(row interface{ Scan(...any) error }) (*store.FailedJob, error) {
+func scanFailed(row sqldb.Scanner) (*store.FailedJob, error) {
 	var (
 		f                 store.FailedJob
 		payload           sql.NullString

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
 	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
 
-func scanJob(row interface{ Scan(...any) error }) (*store.Job, error) {
+func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
 		j                  store.Job
 		payload, grabbedBy sql.NullString

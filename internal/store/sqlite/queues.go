@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
 
-func scanQueue(row interface{ Scan(...any) error }) (*store.Queue, error) {
+func scanQueue(row sqldb.Scanner) (*store.Queue, error) {
 	var (
 		q     store.Queue
 		rate  sql.NullFloat64
@@ -30,20 +31,8 @@ func scanQueue(row interface{ Scan(...any) error }) (*store.Queue, error) {
 }
 
 func queryQueues(ctx context.Context, db *sql.DB, query string, args ...any) ([]*store.Queue, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var qs []*store.Queue
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		qs = append(qs, q)
-	}
-	return qs, mapErr(rows.Err())
+	qs, err := sqldb.QueryAll(ctx, db, scanQueue, query, args...)
+	return qs, mapErr(err)
 }
 
 // QueuePut creates or replaces a queue's settings.

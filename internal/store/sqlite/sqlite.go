@@ -23,6 +23,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/migrate"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 //go:embed migrations/*.sql
@@ -109,22 +110,20 @@ func mapErr(err error) error {
 	return err
 }
 
+// retryable reports a busy or locked database: the busy timeout ran out
+// while another process held the write lock.
+func retryable(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
+}
+
+// inTx runs fn in a write transaction and commits it, or rolls it back if
+// fn fails; the whole transaction runs again while it fails retryably.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return mapErr(err)
-	}
-	return mapErr(tx.Commit())
+	return mapErr(sqldb.InTx(ctx, s.w, retryable, fn))
 }
 
 func affected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	n, err := res.RowsAffected()
+	n, err := sqldb.Affected(res, err)
 	return n, mapErr(err)
 }
