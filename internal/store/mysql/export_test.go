@@ -36,3 +36,6 @@ func (s *Store) WithoutReturning() {
 	s.noReturning = true
 	s.returning.Store(false)
 }
+
+// DueSQL is the due-schedules SELECT, for the EXPLAIN test.
+const DueSQL = dueSQL

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/migrate"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 //go:embed migrations/*.sql
@@ -238,65 +238,20 @@ func mapErr(err error) error {
 	return err
 }
 
-// retry runs fn again, a few times with a short jittered backoff, while it
-// fails with a deadlock or a lock wait timeout. Both roll back at least the
-// failed statement, and fn is a single statement or a whole transaction, so
-// running it again is safe.
-func retry(ctx context.Context, fn func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		var me *mysql.MySQLError
-		if err == nil || attempt == 5 || !errors.As(err, &me) ||
-			(me.Number != errLockDeadlock && me.Number != errLockWaitTimeout) {
-			return err
-		}
-		backoff := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-	}
+// retryable reports a deadlock or a lock wait timeout. Both roll back at
+// least the failed statement, and what runs again is a single statement or
+// a whole transaction, so running it again is safe.
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == errLockDeadlock || me.Number == errLockWaitTimeout)
 }
+
+// retry runs fn again, a few times with a short jittered backoff, while it
+// fails with a retryable error.
+func retry(ctx context.Context, fn func() error) error { return sqldb.Retry(ctx, retryable, fn) }
 
 // inTx runs fn in a transaction and commits it, or rolls it back if fn
-// fails.
+// fails. Callers retry the whole transaction with retry.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-// execer is a *sql.DB or a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// dbtx is a *sql.DB or a *sql.Tx.
-type dbtx interface {
-	execer
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
-// placeholders returns "?, ?, …" with n marks, for IN lists and VALUES.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-// affected returns the rows a statement matched.
-func affected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.InTx(ctx, s.db, nil, fn)
 }

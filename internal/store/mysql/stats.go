@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // statsUpsertSQL adds counters and sets gauges; VALUES(col) is the value
@@ -24,7 +25,7 @@ const statsUpsertSQL = `/* rowq:stats.add */ INSERT INTO queue_stats
 		busy_workers = VALUES(busy_workers), pushes_per_second = VALUES(pushes_per_second),
 		pops_per_second = VALUES(pops_per_second), updated_at = VALUES(updated_at)`
 
-func statsUpsert(ctx context.Context, db execer, node string, ds []*store.StatsDelta) error {
+func statsUpsert(ctx context.Context, db sqldb.DBTX, node string, ds []*store.StatsDelta) error {
 	rows := make([]string, len(ds))
 	args := make([]any, 0, 12*len(ds))
 	for i, d := range ds {

@@ -17,3 +17,6 @@ var (
 	JobsListSQL       = jobsListSQL
 	FailedJobsListSQL = failedJobsListSQL
 )
+
+// DueSQL is the due-schedules SELECT, for the EXPLAIN test.
+const DueSQL = dueSQL

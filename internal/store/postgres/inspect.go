@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
 )
@@ -39,9 +40,9 @@ func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store
 	if p.After != nil {
 		args = append(args, p.After.NextTry, p.After.ID)
 	}
-	jobs, err := queryRows(ctx, s, scanJob, jobsListSQL(p.Kind, p.Desc, p.After != nil), args...)
+	jobs, err := queryAll(ctx, s, scanJob, jobsListSQL(p.Kind, p.Desc, p.After != nil), args...)
 	if err != nil {
-		return nil, wrap(err, "list %s jobs of queue %q", p.Kind, p.Queue)
+		return nil, fmt.Errorf("list %s jobs of queue %q: %w", p.Kind, p.Queue, mapErr(err))
 	}
 	return jobs, nil
 }
@@ -49,10 +50,10 @@ func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store
 // JobDelete removes one job of the queue and returns it, or
 // store.ErrNotFound.
 func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := queryRow(ctx, s, scanJob, `/* rowq:inspect.job_delete */
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:inspect.job_delete */
 		DELETE FROM jobs WHERE id = $1 AND queue_name = $2 RETURNING `+jobCols, id, queue)
 	if err != nil {
-		return nil, wrap(err, "delete job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("delete job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
 }
@@ -90,9 +91,9 @@ func (s *Store) FailedJobsList(ctx context.Context, p *store.FailedJobsListParam
 			args = append(args, a.ID)
 		}
 	}
-	out, err := queryRows(ctx, s, scanFailedJob, failedJobsListSQL(p.ByCreated, p.Desc, p.After != nil), args...)
+	out, err := queryAll(ctx, s, scanFailedJob, failedJobsListSQL(p.ByCreated, p.Desc, p.After != nil), args...)
 	if err != nil {
-		return nil, wrap(err, "list failed jobs of queue %q", p.Queue)
+		return nil, fmt.Errorf("list failed jobs of queue %q: %w", p.Queue, mapErr(err))
 	}
 	return out, nil
 }
@@ -100,10 +101,10 @@ func (s *Store) FailedJobsList(ctx context.Context, p *store.FailedJobsListParam
 // FailedJobDelete removes one failure log entry and returns it, or
 // store.ErrNotFound.
 func (s *Store) FailedJobDelete(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:inspect.failed_delete */
+	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:inspect.failed_delete */
 		DELETE FROM failed_jobs WHERE id = $1 AND queue_name = $2 RETURNING `+failedJobCols, id, queue)
 	if err != nil {
-		return nil, wrap(err, "delete failed job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("delete failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return f, nil
 }

@@ -3,11 +3,13 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -48,9 +50,9 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	ids, err := queryRows(ctx, s, pgx.RowTo[int64], insertSQL, insertArgs(jobs)...)
+	ids, err := queryAll(ctx, s, pgx.RowTo[int64], insertSQL, insertArgs(jobs)...)
 	if err != nil {
-		return nil, wrap(err, "insert %d jobs", len(jobs))
+		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), mapErr(err))
 	}
 	return ids, nil
 }
@@ -134,13 +136,13 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	jobs, err := queryRows(ctx, s, scanJob, `/* rowq:jobs.grab */
+	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.grab */
 		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4)
 		WHERE id IN (`+grabSelectSQL+`)
 		RETURNING `+jobCols,
 		p.Queue, p.Limit, p.Node, p.Lease.Seconds())
 	if err != nil {
-		return nil, wrap(err, "grab jobs from queue %q", p.Queue)
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
 	// RETURNING follows no ORDER BY.
 	slices.SortFunc(jobs, func(a, b *store.Job) int {
@@ -157,7 +159,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_by = $2`,
 		p.Queue, p.Node, p.Lease.Seconds())
 	if err != nil {
-		return 0, wrap(err, "extend jobs of node %q in queue %q", p.Node, p.Queue)
+		return 0, fmt.Errorf("extend jobs of node %q in queue %q: %w", p.Node, p.Queue, mapErr(err))
 	}
 	return n, nil
 }
@@ -172,7 +174,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
 		p.IDs, p.Node)
 	if err != nil {
-		return 0, wrap(err, "complete %d jobs of node %q", len(p.IDs), p.Node)
+		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
 	return n, nil
 }
@@ -188,7 +190,7 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 		WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
 		p.IDs, p.Node)
 	if err != nil {
-		return 0, wrap(err, "release %d jobs of node %q", len(p.IDs), p.Node)
+		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
 	return n, nil
 }
@@ -202,7 +204,7 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2`,
 		p.ID, p.Node, p.Delay.Seconds())
 	if err != nil {
-		return wrap(err, "retry job %d", p.ID)
+		return fmt.Errorf("retry job %d: %w", p.ID, mapErr(err))
 	}
 	if n == 0 {
 		return fmt.Errorf("retry job %d: not grabbed by node %q: %w", p.ID, p.Node, store.ErrNotFound)
@@ -210,30 +212,11 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	return nil
 }
 
-const failedJobCols = `id, job_id, queue_name, category, url, payload, status, code, message,
-	fail_count, failed_at, created_at,
-	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
-
-func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
-	var (
-		f       store.FailedJob
-		payload []byte
-	)
-	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message,
-		&f.FailCount, &f.FailedAt, &f.CreatedAt,
-		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
-	if payload != nil {
-		f.Payload = payload
-	}
-	f.FailedAt, f.CreatedAt = f.FailedAt.UTC(), f.CreatedAt.UTC()
-	return &f, err
-}
-
 // JobFail moves a job grabbed by p.Node to the failure log with
 // fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
 // hold it.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
+	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
 			RETURNING id, queue_name, category, url, payload, fail_count, created_at,
@@ -245,7 +228,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)
 	if err != nil {
-		return nil, wrap(err, "fail job %d of node %q", p.ID, p.Node)
+		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return f, nil
 }
@@ -258,26 +241,169 @@ func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
 		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_until <= now()`, queue)
 	if err != nil {
-		return 0, wrap(err, "rescue jobs of queue %q", queue)
+		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, mapErr(err))
 	}
 	return n, nil
 }
 
 // JobGet returns one job of the queue, or store.ErrNotFound.
 func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := queryRow(ctx, s, scanJob, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = $1 AND queue_name = $2`, id, queue)
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = $1 AND queue_name = $2`, id, queue)
 	if err != nil {
-		return nil, wrap(err, "get job %d of queue %q", id, queue)
+		return nil, fmt.Errorf("get job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
 }
 
-// FailedJobGet returns one failure log entry of the queue, or
-// store.ErrNotFound.
-func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
-	f, err := queryRow(ctx, s, scanFailedJob, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = $1 AND queue_name = $2`, id, queue)
-	if err != nil {
-		return nil, wrap(err, "get failed job %d of queue %q", id, queue)
+func backoffOrFixed(b string) string {
+	if b == "" {
+		return store.BackoffFixed
 	}
-	return f, nil
+	return b
+}
+
+// insertUniqueSQL is insertSQL that stores nothing when the job's unique
+// key is taken. ON CONFLICT waits for a concurrent insert of the same key
+// to commit or roll back, and an insert that does nothing does not abort
+// the transaction.
+var insertUniqueSQL = strings.Replace(insertSQL, "RETURNING id",
+	"ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id", 1)
+
+// uniqueAttempts bounds how often a push retries a key whose holder left
+// between the INSERT that collided and the SELECT that looked for it.
+const uniqueAttempts = 10
+
+// JobsPush stores the jobs in one transaction: those without a unique key
+// with one statement, the others one by one with ON CONFLICT DO NOTHING,
+// reading the holder of a taken key (READ COMMITTED: each statement sees
+// what committed before it).
+func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var out []store.JobPushed
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = make([]store.JobPushed, len(jobs))
+		var (
+			plain []*store.JobInsertParams
+			at    []int
+		)
+		for i, j := range jobs {
+			if j.UniqueKey == "" {
+				plain, at = append(plain, j), append(at, i)
+			}
+		}
+		if len(plain) > 0 {
+			rows, _ := tx.Query(ctx, insertSQL, insertArgs(plain)...)
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			for k, id := range ids {
+				out[at[k]].ID = id
+			}
+		}
+		for _, i := range store.KeyedInOrder(jobs) {
+			var err error
+			if out[i], err = pushUnique(ctx, tx, jobs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+	}
+	return out, nil
+}
+
+// pushUnique inserts a job with a unique key, or finds the pending job
+// that holds the key.
+func pushUnique(ctx context.Context, tx pgx.Tx, j *store.JobInsertParams) (store.JobPushed, error) {
+	for range uniqueAttempts {
+		rows, _ := tx.Query(ctx, insertUniqueSQL, insertArgs([]*store.JobInsertParams{j})...)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return store.JobPushed{}, err
+		}
+		if len(ids) == 1 {
+			return store.JobPushed{ID: ids[0]}, nil
+		}
+		rows, _ = tx.Query(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
+			FROM jobs WHERE queue_name = $1 AND unique_key = $2`, j.Queue, j.UniqueKey)
+		held, err := pgx.CollectExactlyOneRow(rows, scanJob)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the holder finished meanwhile: the key is free again
+		}
+		if err != nil {
+			return store.JobPushed{}, err
+		}
+		return store.JobPushed{ID: held.ID, Existing: true, Job: held}, nil
+	}
+	return store.JobPushed{}, fmt.Errorf("unique key %q of queue %q: taken and freed %d times in a row", j.UniqueKey, j.Queue, uniqueAttempts)
+}
+
+// JobsInsertGrabbed stores the jobs already grabbed by p.Node until
+// now() + p.Lease with one INSERT and returns them in order. The INSERT
+// returns what the database decided (id and times); the rest is p's.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	type stored struct {
+		id                   int64
+		created, next, until time.Time
+	}
+	args := append(insertArgs(p.Jobs), p.Node, p.Lease.Seconds())
+	rows, err := queryAll(ctx, s, func(row pgx.CollectableRow) (stored, error) {
+		var r stored
+		err := row.Scan(&r.id, &r.created, &r.next, &r.until)
+		return r, err
+	}, insertGrabbedSQL, args...)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), mapErr(err))
+	}
+	jobs := make([]*store.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = p.Jobs[i].GrabbedJob(r.id, p.Node, r.created.UTC(), r.next.UTC(), r.until.UTC())
+	}
+	return jobs, nil
+}
+
+// jobsDueSQL names the queues of $1 whose earliest waiting job is due: for
+// each, the subquery reads one entry of jobs_list (queue_name, state,
+// next_try, id), however many jobs wait.
+const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
+	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
+
+// jobsExpiredSQL names the queues of $1 that hold an expired grab; a
+// queue's grabs are its deliveries in flight, few.
+const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[]) AS q
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND grabbed_until <= now())`
+
+// JobsDue returns those of queues that hold a waiting job due now.
+func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), mapErr(err))
+	}
+	return expired, nil
+}
+
+// queueNames runs query with the queues as $1 and returns the names it
+// selects.
+func (s *Store) queueNames(ctx context.Context, query string, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	return queryAll(ctx, s, pgx.RowTo[string], query, queues)
 }

@@ -79,7 +79,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		Placeholder:   func(n int) string { return "$" + strconv.Itoa(n) },
 	}
 	if err := r.Run(ctx); err != nil {
-		return wrap(err, "migrate postgres")
+		return fmt.Errorf("migrate postgres: %w", mapErr(err))
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func migrationFS() fs.FS {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return wrap(err, "ping postgres")
+		return fmt.Errorf("ping postgres: %w", mapErr(err))
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, `/* rowq:now */ SELECT now()`).Scan(&now); err != nil {
-		return time.Time{}, wrap(err, "read database clock")
+		return time.Time{}, fmt.Errorf("read database clock: %w", mapErr(err))
 	}
 	return now.UTC(), nil
 }
@@ -138,17 +138,17 @@ func (s *Store) exec(ctx context.Context, sql string, args ...any) (int64, error
 	})
 }
 
-// queryRows runs one statement and scans every row it returns.
-func queryRows[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+// queryAll runs one statement and scans every row it returns.
+func queryAll[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
 	return retry(ctx, func() ([]T, error) {
 		rows, _ := s.pool.Query(ctx, sql, args...) // an error is returned by Collect
 		return pgx.CollectRows(rows, scan)
 	})
 }
 
-// queryRow runs one statement and scans the one row it returns;
+// queryOne runs one statement and scans the one row it returns;
 // pgx.ErrNoRows when it returns none.
-func queryRow[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
+func queryOne[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql string, args ...any) (T, error) {
 	return retry(ctx, func() (T, error) {
 		rows, _ := s.pool.Query(ctx, sql, args...)
 		return pgx.CollectExactlyOneRow(rows, scan)
@@ -186,21 +186,22 @@ func retryable(err error) bool {
 	return false
 }
 
-// wrap prefixes err with the operation (format and args) and maps the
-// driver's errors onto the store's: no rows is store.ErrNotFound, a unique
-// violation store.ErrConflict, a lost or refused connection
-// store.ErrUnavailable.
-func wrap(err error, format string, args ...any) error {
-	op := fmt.Sprintf(format, args...)
+// mapErr maps driver errors onto the store's errors: no rows is
+// store.ErrNotFound, a unique violation store.ErrConflict, a lost or
+// refused connection store.ErrUnavailable. It is the only place that knows
+// PostgreSQL's error codes.
+func mapErr(err error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	case isCode(err, "23505"):
-		return fmt.Errorf("%s: %w: %w", op, store.ErrConflict, err)
+		return fmt.Errorf("%w: %w", store.ErrConflict, err)
 	case unavailable(err):
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return err
 }
 
 func isCode(err error, code string) bool {

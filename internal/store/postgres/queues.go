@@ -2,33 +2,21 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
-// NodeHeartbeat registers the node or extends its registration to now + TTL;
-// started_at is kept.
-func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams) error {
-	_, err := s.exec(ctx, `/* rowq:nodes.heartbeat */
-		INSERT INTO nodes (id, host, started_at, expires_at)
-		VALUES ($1, $2, now(), now() + make_interval(secs => $3))
-		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at`,
-		p.ID, p.Host, p.TTL.Seconds())
+// QueueSetPaused pauses or resumes the queue and returns it, or
+// store.ErrNotFound.
+func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.set_paused */
+		UPDATE queues SET paused = $2, updated_at = now() WHERE name = $1 RETURNING `+queueCols, name, paused)
 	if err != nil {
-		return wrap(err, "heartbeat node %q", p.ID)
+		return nil, fmt.Errorf("set paused=%t on queue %q: %w", paused, name, mapErr(err))
 	}
-	return nil
-}
-
-// NodeDelete removes the node's registration; its queues are then free to
-// be claimed.
-func (s *Store) NodeDelete(ctx context.Context, id string) error {
-	if _, err := s.exec(ctx, `/* rowq:nodes.delete */ DELETE FROM nodes WHERE id = $1`, id); err != nil {
-		return wrap(err, "delete node %q", id)
-	}
-	return nil
+	return q, nil
 }
 
 const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
@@ -42,7 +30,7 @@ func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
 // QueuePut creates the queue or replaces its settings, keeping its leader
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
-	got, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.put */
+	got, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.put */
 		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, now(), now())
 		ON CONFLICT (name) DO UPDATE SET
@@ -54,7 +42,7 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 		RETURNING `+queueCols,
 		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
 	if err != nil {
-		return nil, wrap(err, "put queue %q", q.Name)
+		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
 	return got, nil
 }
@@ -68,34 +56,34 @@ func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, 
 		ON CONFLICT (name) DO NOTHING`,
 		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
 	if err != nil {
-		return nil, wrap(err, "ensure queue %q", q.Name)
+		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}
 	return s.QueueGet(ctx, q.Name)
 }
 
 // QueueGet returns one queue or store.ErrNotFound.
 func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error) {
-	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.get */ SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.get */ SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
 	if err != nil {
-		return nil, wrap(err, "get queue %q", name)
+		return nil, fmt.Errorf("get queue %q: %w", name, mapErr(err))
 	}
 	return q, nil
 }
 
 // QueueList returns all queues ordered by name.
 func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
-	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
 	if err != nil {
-		return nil, wrap(err, "list queues")
+		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
 	return qs, nil
 }
 
 // QueueDelete removes the queue and returns it, or store.ErrNotFound.
 func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, error) {
-	q, err := queryRow(ctx, s, scanQueue, `/* rowq:queues.delete */ DELETE FROM queues WHERE name = $1 RETURNING `+queueCols, name)
+	q, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.delete */ DELETE FROM queues WHERE name = $1 RETURNING `+queueCols, name)
 	if err != nil {
-		return nil, wrap(err, "delete queue %q", name)
+		return nil, fmt.Errorf("delete queue %q: %w", name, mapErr(err))
 	}
 	return q, nil
 }
@@ -115,16 +103,16 @@ const claimSQL = `/* rowq:queues.claim */
 // QueuesClaim makes p.Node the leader of every queue without a live leader.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
 	if _, err := s.exec(ctx, claimSQL, p.Node); err != nil {
-		return wrap(err, "claim queues for node %q", p.Node)
+		return fmt.Errorf("claim queues for node %q: %w", p.Node, mapErr(err))
 	}
 	return nil
 }
 
 // QueuesLed returns the queues whose leader is node, ordered by name.
 func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
-	qs, err := queryRows(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
+	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
 	if err != nil {
-		return nil, wrap(err, "list queues led by node %q", node)
+		return nil, fmt.Errorf("list queues led by node %q: %w", node, mapErr(err))
 	}
 	return qs, nil
 }
@@ -132,76 +120,19 @@ func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, err
 // QueuesRelease gives up every queue led by node.
 func (s *Store) QueuesRelease(ctx context.Context, node string) error {
 	if _, err := s.exec(ctx, `/* rowq:queues.release */ UPDATE queues SET leader = NULL WHERE leader = $1`, node); err != nil {
-		return wrap(err, "release queues of node %q", node)
+		return fmt.Errorf("release queues of node %q: %w", node, mapErr(err))
 	}
 	return nil
 }
 
 // QueueLeader returns the live node leading the queue, or store.ErrNotFound.
 func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, error) {
-	n, err := queryRow(ctx, s, scanNode, `/* rowq:queues.leader */
+	n, err := queryOne(ctx, s, scanNode, `/* rowq:queues.leader */
 		SELECT n.id, n.host, n.started_at, n.expires_at
 		FROM queues q JOIN nodes n ON n.id = q.leader
 		WHERE q.name = $1 AND n.expires_at > now()`, queue)
 	if err != nil {
-		return nil, wrap(err, "get leader of queue %q", queue)
+		return nil, fmt.Errorf("get leader of queue %q: %w", queue, mapErr(err))
 	}
 	return n, nil
-}
-
-func scanNode(row pgx.CollectableRow) (*store.Node, error) {
-	var n store.Node
-	err := row.Scan(&n.ID, &n.Host, &n.StartedAt, &n.ExpiresAt)
-	n.StartedAt, n.ExpiresAt = n.StartedAt.UTC(), n.ExpiresAt.UTC()
-	return &n, err
-}
-
-const routingCols = `job_category, queue_name`
-
-func scanRouting(row pgx.CollectableRow) (*store.Routing, error) {
-	var r store.Routing
-	err := row.Scan(&r.JobCategory, &r.QueueName)
-	return &r, err
-}
-
-// RoutingPut creates or replaces a routing; store.ErrNotFound if its queue
-// does not exist.
-func (s *Store) RoutingPut(ctx context.Context, r *store.Routing) (*store.Routing, error) {
-	got, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.put */
-		INSERT INTO routings (job_category, queue_name, created_at, updated_at)
-		SELECT $1, $2, now(), now() WHERE EXISTS (SELECT 1 FROM queues WHERE name = $2)
-		ON CONFLICT (job_category) DO UPDATE SET queue_name = EXCLUDED.queue_name, updated_at = EXCLUDED.updated_at
-		RETURNING `+routingCols,
-		r.JobCategory, r.QueueName)
-	if err != nil {
-		return nil, wrap(err, "put routing %q to queue %q", r.JobCategory, r.QueueName)
-	}
-	return got, nil
-}
-
-// RoutingGet returns one routing or store.ErrNotFound.
-func (s *Store) RoutingGet(ctx context.Context, category string) (*store.Routing, error) {
-	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.get */ SELECT `+routingCols+` FROM routings WHERE job_category = $1`, category)
-	if err != nil {
-		return nil, wrap(err, "get routing %q", category)
-	}
-	return r, nil
-}
-
-// RoutingList returns all routings ordered by category.
-func (s *Store) RoutingList(ctx context.Context) ([]*store.Routing, error) {
-	rs, err := queryRows(ctx, s, scanRouting, `/* rowq:routings.list */ SELECT `+routingCols+` FROM routings ORDER BY job_category`)
-	if err != nil {
-		return nil, wrap(err, "list routings")
-	}
-	return rs, nil
-}
-
-// RoutingDelete removes the routing and returns it, or store.ErrNotFound.
-func (s *Store) RoutingDelete(ctx context.Context, category string) (*store.Routing, error) {
-	r, err := queryRow(ctx, s, scanRouting, `/* rowq:routings.delete */ DELETE FROM routings WHERE job_category = $1 RETURNING `+routingCols, category)
-	if err != nil {
-		return nil, wrap(err, "delete routing %q", category)
-	}
-	return r, nil
 }

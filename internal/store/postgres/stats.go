@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -44,7 +43,7 @@ func (s *Store) StatsAdd(ctx context.Context, p *store.StatsAddParams) error {
 	}
 	_, err := s.exec(ctx, `/* rowq:stats.add */ INSERT INTO queue_stats (`+statsCols+`) VALUES `+strings.Join(rows, ", ")+statsConflictSQL, args...)
 	if err != nil {
-		return wrap(err, "add stats of node %q", p.Node)
+		return fmt.Errorf("add stats of node %q: %w", p.Node, mapErr(err))
 	}
 	return nil
 }
@@ -54,14 +53,14 @@ func (s *Store) StatsAdd(ctx context.Context, p *store.StatsAddParams) error {
 func (s *Store) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
 	out, err := s.statsGet(ctx, p)
 	if err != nil {
-		return nil, wrap(err, "get stats")
+		return nil, fmt.Errorf("get stats: %w", mapErr(err))
 	}
 	return out, nil
 }
 
 func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
 	// $1 is the queue, '' for all.
-	qs, err := queryRows(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
+	qs, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
 		var q store.QueueStats
 		return &q, row.Scan(&q.Queue, &q.MaxWorkers, &q.Active)
 	}, `/* rowq:stats.get */ SELECT q.name, q.max_workers,
@@ -77,7 +76,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	if len(out) == 0 {
 		return out, nil
 	}
-	sums, err := queryRows(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
+	sums, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
 		var q store.QueueStats
 		return &q, row.Scan(&q.Queue, &q.Pushes, &q.Pops, &q.Successes, &q.Failures, &q.PermanentFailures, &q.Completes, &q.ElapsedMs,
 			&q.BusyWorkers, &q.PushesPerSecond, &q.PopsPerSecond)
@@ -108,7 +107,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 		queue string
 		n     int64
 	}
-	counts, err := queryRows(ctx, s, func(row pgx.CollectableRow) (count, error) {
+	counts, err := queryAll(ctx, s, func(row pgx.CollectableRow) (count, error) {
 		var c count
 		return c, row.Scan(&c.queue, &c.n)
 	}, countSQL, args...)
@@ -126,7 +125,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 // StatsFold folds up to 1000 rows of vanished nodes into the node-less
 // rows with one statement: delete them, sum them per queue, upsert.
 func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64, error) {
-	n, err := queryRow(ctx, s, pgx.RowTo[int64], `/* rowq:stats.fold */
+	n, err := queryOne(ctx, s, pgx.RowTo[int64], `/* rowq:stats.fold */
 		WITH gone AS (
 			DELETE FROM queue_stats WHERE (queue_name, node_id) IN (
 				SELECT queue_name, node_id FROM queue_stats
@@ -143,7 +142,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 		)
 		SELECT COUNT(*) FROM gone`, p.OlderThan.Seconds())
 	if err != nil {
-		return 0, wrap(err, "fold stats of vanished nodes")
+		return 0, fmt.Errorf("fold stats of vanished nodes: %w", mapErr(err))
 	}
 	return n, nil
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const lockHolderCols = "name, owner, token, lim, acquired_at, expires_at"
 
-func scanLease(row interface{ Scan(...any) error }) (*store.LockLease, error) {
+func scanLease(row sqldb.Scanner) (*store.LockLease, error) {
 	var (
 		l             store.LockLease
 		acquired, exp int64
@@ -22,23 +23,8 @@ func scanLease(row interface{ Scan(...any) error }) (*store.LockLease, error) {
 	return &l, nil
 }
 
-func queryLeases(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, query string, args ...any) ([]*store.LockLease, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ls []*store.LockLease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-	}
-	return ls, rows.Err()
+func queryLeases(ctx context.Context, q sqldb.DBTX, query string, args ...any) ([]*store.LockLease, error) {
+	return sqldb.QueryAll(ctx, q, scanLease, query, args...)
 }
 
 // LockAcquire runs one write transaction (SQLite's one writer serialises

@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -58,7 +58,7 @@ func nullPayload(p []byte) *string {
 
 // SchedulePut creates or replaces a schedule.
 func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Schedule, error) {
-	got, err := queryRow(ctx, s, scanSchedule, `/* rowq:schedules.put */
+	got, err := queryOne(ctx, s, scanSchedule, `/* rowq:schedules.put */
 		INSERT INTO schedules (`+scheduleCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now())
 		ON CONFLICT (name) DO UPDATE SET
@@ -73,48 +73,48 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 		sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, nullPayload(sc.Payload), sc.MaxRetries, sc.RetryDelay, sc.Timeout,
 		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt)
 	if err != nil {
-		return nil, wrap(err, "put schedule %q", sc.Name)
+		return nil, fmt.Errorf("put schedule %q: %w", sc.Name, mapErr(err))
 	}
 	return got, nil
 }
 
 // ScheduleGet returns one schedule.
 func (s *Store) ScheduleGet(ctx context.Context, name string) (*store.Schedule, error) {
-	got, err := queryRow(ctx, s, scanSchedule, `/* rowq:schedules.get */ SELECT `+scheduleCols+` FROM schedules WHERE name = $1`, name)
+	got, err := queryOne(ctx, s, scanSchedule, `/* rowq:schedules.get */ SELECT `+scheduleCols+` FROM schedules WHERE name = $1`, name)
 	if err != nil {
-		return nil, wrap(err, "get schedule %q", name)
+		return nil, fmt.Errorf("get schedule %q: %w", name, mapErr(err))
 	}
 	return got, nil
 }
 
 // ScheduleList returns a page of schedules by name.
 func (s *Store) ScheduleList(ctx context.Context, p *store.ScheduleListParams) ([]*store.Schedule, error) {
-	out, err := queryRows(ctx, s, scanSchedule, `/* rowq:schedules.list */
+	out, err := queryAll(ctx, s, scanSchedule, `/* rowq:schedules.list */
 		SELECT `+scheduleCols+` FROM schedules WHERE name > $1 ORDER BY name LIMIT $2`, p.After, p.Limit)
 	if err != nil {
-		return nil, wrap(err, "list schedules after %q", p.After)
+		return nil, fmt.Errorf("list schedules after %q: %w", p.After, mapErr(err))
 	}
 	return out, nil
 }
 
 // ScheduleDelete removes a schedule and its runs in one statement.
 func (s *Store) ScheduleDelete(ctx context.Context, name string) (*store.Schedule, error) {
-	got, err := queryRow(ctx, s, scanSchedule, `/* rowq:schedules.delete */
+	got, err := queryOne(ctx, s, scanSchedule, `/* rowq:schedules.delete */
 		WITH runs AS (DELETE FROM schedule_runs WHERE schedule_name = $1)
 		DELETE FROM schedules WHERE name = $1 RETURNING `+scheduleCols, name)
 	if err != nil {
-		return nil, wrap(err, "delete schedule %q", name)
+		return nil, fmt.Errorf("delete schedule %q: %w", name, mapErr(err))
 	}
 	return got, nil
 }
 
 // SchedulePause pauses or resumes a schedule.
 func (s *Store) SchedulePause(ctx context.Context, p *store.SchedulePauseParams) (*store.Schedule, error) {
-	got, err := queryRow(ctx, s, scanSchedule, `/* rowq:schedules.pause */
+	got, err := queryOne(ctx, s, scanSchedule, `/* rowq:schedules.pause */
 		UPDATE schedules SET paused = $2, next_run_at = COALESCE($3, next_run_at), updated_at = now()
 		WHERE name = $1 RETURNING `+scheduleCols, p.Name, p.Paused, p.NextRunAt)
 	if err != nil {
-		return nil, wrap(err, "set paused=%t on schedule %q", p.Paused, p.Name)
+		return nil, fmt.Errorf("set paused=%t on schedule %q: %w", p.Paused, p.Name, mapErr(err))
 	}
 	return got, nil
 }
@@ -126,9 +126,9 @@ const dueSQL = `/* rowq:schedules.due */
 
 // SchedulesDue returns the unpaused schedules due at p.Before.
 func (s *Store) SchedulesDue(ctx context.Context, p *store.SchedulesDueParams) ([]*store.Schedule, error) {
-	out, err := queryRows(ctx, s, scanSchedule, dueSQL, p.Before, p.Limit)
+	out, err := queryAll(ctx, s, scanSchedule, dueSQL, p.Before, p.Limit)
 	if err != nil {
-		return nil, wrap(err, "list due schedules")
+		return nil, fmt.Errorf("list due schedules: %w", mapErr(err))
 	}
 	return out, nil
 }
@@ -228,10 +228,10 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 		return pruneRuns(ctx, tx, p.Name)
 	})
 	if errors.Is(err, errLost) {
-		return nil, wrap(pgx.ErrNoRows, "fire schedule %q at %s", p.Name, p.Expect.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("fire schedule %q at %s: %w", p.Name, p.Expect.UTC().Format(time.RFC3339), mapErr(pgx.ErrNoRows))
 	}
 	if err != nil {
-		return nil, wrap(err, "fire schedule %q at %s", p.Name, p.Expect.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("fire schedule %q at %s: %w", p.Name, p.Expect.UTC().Format(time.RFC3339), mapErr(err))
 	}
 	return runs, nil
 }
@@ -258,7 +258,7 @@ func (s *Store) ScheduleTrigger(ctx context.Context, p *store.ScheduleTriggerPar
 		return pruneRuns(ctx, tx, p.Name)
 	})
 	if err != nil {
-		return nil, wrap(err, "trigger schedule %q", p.Name)
+		return nil, fmt.Errorf("trigger schedule %q: %w", p.Name, mapErr(err))
 	}
 	return r, nil
 }
@@ -269,11 +269,11 @@ func (s *Store) ScheduleRuns(ctx context.Context, p *store.ScheduleRunsParams) (
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	out, err := queryRows(ctx, s, scanRun, `/* rowq:schedules.runs */
+	out, err := queryAll(ctx, s, scanRun, `/* rowq:schedules.runs */
 		SELECT `+runCols+` FROM schedule_runs WHERE schedule_name = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
 		p.Name, before, p.Limit)
 	if err != nil {
-		return nil, wrap(err, "list runs of schedule %q", p.Name)
+		return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
 	}
 	return out, nil
 }

@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -78,7 +78,7 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "acquire lock %q for %q", p.Name, p.Owner)
+		return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
 	}
 	return res, nil
 }
@@ -89,13 +89,13 @@ func seconds(us int64) float64 { return float64(us) / 1e6 }
 
 // LockRenew moves a live lease's expiry with one compare-and-set UPDATE.
 func (s *Store) LockRenew(ctx context.Context, p *store.LockRenewParams) (*store.LockLease, error) {
-	l, err := queryRow(ctx, s, scanLease, `/* rowq:locks.renew */
+	l, err := queryOne(ctx, s, scanLease, `/* rowq:locks.renew */
 		UPDATE lock_holders SET expires_at = clock_timestamp() + make_interval(secs => $4)
 		WHERE name = $1 AND owner = $2 AND token = $3 AND expires_at > clock_timestamp()
 		RETURNING `+lockHolderCols,
 		p.Name, p.Owner, p.Token, seconds(p.TTL.Microseconds()))
 	if err != nil {
-		return nil, wrap(err, "renew lock %q for %q", p.Name, p.Owner)
+		return nil, fmt.Errorf("renew lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
 	}
 	return l, nil
 }
@@ -117,24 +117,24 @@ func (s *Store) LockRelease(ctx context.Context, p *store.LockReleaseParams) (*s
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "release lock %q for %q", p.Name, p.Owner)
+		return nil, fmt.Errorf("release lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
 	}
 	return l, nil
 }
 
 // LockGet returns the live holders of name, by token.
 func (s *Store) LockGet(ctx context.Context, name string) ([]*store.LockLease, error) {
-	ls, err := queryRows(ctx, s, scanLease, `/* rowq:locks.get */
+	ls, err := queryAll(ctx, s, scanLease, `/* rowq:locks.get */
 		SELECT `+lockHolderCols+` FROM lock_holders WHERE name = $1 AND expires_at > clock_timestamp() ORDER BY token`, name)
 	if err != nil {
-		return nil, wrap(err, "get lock %q", name)
+		return nil, fmt.Errorf("get lock %q: %w", name, mapErr(err))
 	}
 	return ls, nil
 }
 
 // LockList returns the live holders of up to p.Limit names after p.After.
 func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store.LockLease, error) {
-	ls, err := queryRows(ctx, s, scanLease, `/* rowq:locks.list */
+	ls, err := queryAll(ctx, s, scanLease, `/* rowq:locks.list */
 		WITH page AS (
 			SELECT DISTINCT name FROM lock_holders
 			WHERE name > $1 AND expires_at > clock_timestamp() ORDER BY name LIMIT $2)
@@ -142,7 +142,7 @@ func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store
 		WHERE name IN (SELECT name FROM page) AND expires_at > clock_timestamp()
 		ORDER BY name, token`, p.After, p.Limit)
 	if err != nil {
-		return nil, wrap(err, "list locks after %q", p.After)
+		return nil, fmt.Errorf("list locks after %q: %w", p.After, mapErr(err))
 	}
 	return ls, nil
 }
@@ -153,11 +153,11 @@ func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store
 func (s *Store) LockListen(ctx context.Context, ready func(), fn func(name string)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return wrap(err, "listen for lock releases")
+		return fmt.Errorf("listen for lock releases: %w", mapErr(err))
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `/* rowq:locks.listen */ LISTEN `+LockChannel); err != nil {
-		return wrap(err, "listen for lock releases")
+		return fmt.Errorf("listen for lock releases: %w", mapErr(err))
 	}
 	defer func() {
 		// The connection goes back to the pool: stop listening on it, or
@@ -175,7 +175,7 @@ func (s *Store) LockListen(ctx context.Context, ready func(), fn func(name strin
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 				return nil
 			}
-			return wrap(err, "listen for lock releases")
+			return fmt.Errorf("listen for lock releases: %w", mapErr(err))
 		}
 		fn(n.Payload)
 	}

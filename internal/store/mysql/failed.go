@@ -3,131 +3,39 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// optionArgs are the values of the columns priority, unique_key,
-// retry_backoff, retry_delay_max and retry_jitter.
-func optionArgs(e *store.JobOptions) []any {
-	var key any // NULL: no key, and NULLs never collide in jobs_unique
-	if e.UniqueKey != "" {
-		key = e.UniqueKey
-	}
-	return []any{e.Priority, key, backoffOrFixed(e.RetryBackoff), e.RetryDelayMax, e.RetryJitter}
-}
+const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, " +
+	"timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter"
 
-func backoffOrFixed(b string) string {
-	if b == "" {
-		return store.BackoffFixed
-	}
-	return b
-}
-
-// uniqueAttempts bounds how often a push retries a key whose holder left
-// between the INSERT that collided and the SELECT that looked for it.
-const uniqueAttempts = 10
-
-// JobsPush stores the jobs in one transaction: those without a unique key
-// with multi-row INSERTs, the others one by one so that a collision
-// neither fails the batch nor breaks the id arithmetic of the multi-row
-// INSERT. A colliding INSERT waits on the row lock of a concurrent holder
-// and fails once it commits; the SELECT that follows (READ COMMITTED: a
-// fresh snapshot) then sees the holder.
-func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	step, err := s.autoIncrementStep(ctx)
+func scanFailedJob(sc sqldb.Scanner) (*store.FailedJob, error) {
+	var (
+		f       store.FailedJob
+		payload []byte
+	)
+	err := sc.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload,
+		&f.Status, &f.Code, &f.Message, &f.FailCount, &f.FailedAt, &f.CreatedAt,
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
 	if err != nil {
-		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+		return nil, err
 	}
-	var out []store.JobPushed
-	err = retry(ctx, func() error {
-		out = make([]store.JobPushed, len(jobs))
-		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var (
-				plain []*store.JobInsertParams
-				at    []int
-			)
-			for i, j := range jobs {
-				if j.UniqueKey == "" {
-					plain, at = append(plain, j), append(at, i)
-				}
-			}
-			if len(plain) > 0 {
-				var ids []int64
-				for _, c := range chunkInserts(plain) {
-					if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
-						return err
-					}
-				}
-				for k, id := range ids {
-					out[at[k]].ID = id
-				}
-			}
-			for _, i := range store.KeyedInOrder(jobs) {
-				var err error
-				if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
-	}
-	return out, nil
+	f.Payload = payload
+	return &f, nil
 }
 
-// pushUnique inserts a job with a unique key, or finds the pending job
-// that holds the key.
-func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, step int64) (store.JobPushed, error) {
-	for range uniqueAttempts {
-		var ids []int64
-		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, step, &ids)
-		if err == nil {
-			return store.JobPushed{ID: ids[0]}, nil
-		}
-		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != errDupEntry {
-			return store.JobPushed{}, err
-		}
-		held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
-			FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // the holder finished meanwhile: the key is free again
-		}
-		if err != nil {
-			return store.JobPushed{}, err
-		}
-		return store.JobPushed{ID: held.ID, Existing: true, Job: held}, nil
-	}
-	return store.JobPushed{}, fmt.Errorf("unique key %q of queue %q: taken and freed %d times in a row", j.UniqueKey, j.Queue, uniqueAttempts)
-}
-
-// QueueSetPaused pauses or resumes the queue and returns it, or
+// FailedJobGet returns one failure log entry of the queue, or
 // store.ErrNotFound.
-func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:queues.set_paused */
-			UPDATE queues SET paused = ?, updated_at = NOW(6) WHERE name = ?`, paused, name))
-		return err
-	})
-	if err == nil && n == 0 {
-		err = store.ErrNotFound
-	}
+func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
+	f, err := scanFailedJob(s.db.QueryRowContext(ctx, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = ? AND queue_name = ?`, id, queue))
 	if err != nil {
-		return nil, fmt.Errorf("set paused=%t on queue %q: %w", paused, name, mapErr(err))
+		return nil, fmt.Errorf("get failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
-	return s.QueueGet(ctx, name)
+	return f, nil
 }
 
 // retryInsertSQL puts failure log entries back as waiting jobs due now,
@@ -201,7 +109,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, o
 	q.WriteString("/* rowq:failed_jobs." + op + "_bulk */ SELECT id FROM failed_jobs WHERE queue_name = ?")
 	args := []any{p.Queue}
 	if p.IDs != nil {
-		q.WriteString(" AND id IN (" + placeholders(len(p.IDs)) + ")")
+		q.WriteString(" AND id IN (" + sqldb.Placeholders(len(p.IDs)) + ")")
 		for _, id := range p.IDs {
 			args = append(args, id)
 		}
@@ -235,7 +143,7 @@ func (s *Store) failedBulk(ctx context.Context, p *store.FailedJobsBulkParams, o
 				return err
 			}
 			res.Count = len(ids)
-			in := "(" + placeholders(len(ids)) + ")"
+			in := "(" + sqldb.Placeholders(len(ids)) + ")"
 			if err := before(tx, in, ids); err != nil {
 				return err
 			}

@@ -3,95 +3,41 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// insertSQL inserts one job; its arguments come from insertArgs.
-const insertSQL = `/* rowq:jobs.insert */
-	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
-	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const failedCols = `id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
 
-// insertGrabbedSQL inserts one job already grabbed; its arguments are
-// insertArgs, then the holder's node id and grabbed_until.
-const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
-	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
-	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-// insertUniqueSQL inserts one job unless its unique key is taken, and then
-// returns no row.
-const insertUniqueSQL = insertSQL + ` ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id`
-
-// insertArgs are the arguments of insertSQL for job j created at now.
-func insertArgs(j *store.JobInsertParams, now int64) []any {
-	var key any // NULL: no key, and NULLs never collide in jobs_unique
-	if j.UniqueKey != "" {
-		key = j.UniqueKey
+func scanFailed(row sqldb.Scanner) (*store.FailedJob, error) {
+	var (
+		f                 store.FailedJob
+		payload           sql.NullString
+		failedAt, created int64
+	)
+	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message, &f.FailCount, &failedAt, &created,
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
+	if err != nil {
+		return nil, err
 	}
-	backoff := j.RetryBackoff
-	if backoff == "" {
-		backoff = store.BackoffFixed
+	if payload.Valid {
+		f.Payload = []byte(payload.String)
 	}
-	return []any{j.Queue, j.Category, j.URL, nullPayload(j.Payload), now, now + j.RunAfter.Microseconds(),
-		j.Timeout, j.MaxRetries, j.RetryDelay, j.Priority, key, backoff, j.RetryDelayMax, j.RetryJitter}
+	f.FailedAt, f.CreatedAt = fromMicros(failedAt), fromMicros(created)
+	return &f, nil
 }
 
-// JobsPush stores the jobs in one transaction. There is one writer
-// connection, so a key found taken stays taken until the commit.
-func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	out := make([]store.JobPushed, len(jobs))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.micros()
-		for i, j := range jobs {
-			if j.UniqueKey == "" {
-				res, err := tx.ExecContext(ctx, insertSQL, insertArgs(j, now)...)
-				if err != nil {
-					return err
-				}
-				if out[i].ID, err = res.LastInsertId(); err != nil {
-					return err
-				}
-				continue
-			}
-			err := tx.QueryRowContext(ctx, insertUniqueSQL, insertArgs(j, now)...).Scan(&out[i].ID)
-			if !errors.Is(err, sql.ErrNoRows) {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
-				FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
-			if err != nil {
-				return err
-			}
-			out[i] = store.JobPushed{ID: held.ID, Existing: true, Job: held}
-		}
-		return nil
-	})
+// FailedJobGet returns one failure log entry of the queue.
+func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
+	f, err := scanFailed(s.r.QueryRowContext(ctx, `/* rowq:failed.get */ SELECT `+failedCols+` FROM failed_jobs WHERE id = ? AND queue_name = ?`, id, queue))
 	if err != nil {
-		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+		return nil, fmt.Errorf("get failed job %d: %w", id, mapErr(err))
 	}
-	return out, nil
-}
-
-// QueueSetPaused pauses or resumes the queue and returns it, or
-// store.ErrNotFound.
-func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
-	q, err := scanQueue(s.w.QueryRowContext(ctx, `/* rowq:queues.set_paused */
-		UPDATE queues SET paused = ?, updated_at = ? WHERE name = ? RETURNING `+queueCols, paused, s.micros(), name))
-	if err != nil {
-		return nil, fmt.Errorf("set paused=%t on queue %q: %w", paused, name, mapErr(err))
-	}
-	return q, nil
+	return f, nil
 }
 
 // retryInsertSQL puts failure log entries back as waiting jobs due at ?1,

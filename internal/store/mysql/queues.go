@@ -6,38 +6,30 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// NodeHeartbeat registers the node or extends its registration to
-// NOW(6) + TTL; started_at keeps the first registration's time.
-func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams) error {
-	ttl := p.TTL.Microseconds()
-	err := retry(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, `/* rowq:nodes.heartbeat */
-			INSERT INTO nodes (id, host, started_at, expires_at)
-			VALUES (?, ?, NOW(6), NOW(6) + INTERVAL ? MICROSECOND)
-			ON DUPLICATE KEY UPDATE host = ?, expires_at = NOW(6) + INTERVAL ? MICROSECOND`,
-			p.ID, p.Host, ttl, p.Host, ttl)
+// QueueSetPaused pauses or resumes the queue and returns it, or
+// store.ErrNotFound.
+func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*store.Queue, error) {
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:queues.set_paused */
+			UPDATE queues SET paused = ?, updated_at = NOW(6) WHERE name = ?`, paused, name))
 		return err
 	})
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
 	if err != nil {
-		return fmt.Errorf("heartbeat node %q: %w", p.ID, mapErr(err))
+		return nil, fmt.Errorf("set paused=%t on queue %q: %w", paused, name, mapErr(err))
 	}
-	return nil
-}
-
-// NodeDelete removes the node's registration; the queues it led become
-// claimable at once.
-func (s *Store) NodeDelete(ctx context.Context, id string) error {
-	if _, err := s.db.ExecContext(ctx, `/* rowq:nodes.delete */ DELETE FROM nodes WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("delete node %q: %w", id, mapErr(err))
-	}
-	return nil
+	return s.QueueGet(ctx, name)
 }
 
 const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused"
 
-func scanQueue(sc scanner) (*store.Queue, error) {
+func scanQueue(sc sqldb.Scanner) (*store.Queue, error) {
 	var (
 		q     store.Queue
 		rate  sql.NullFloat64
@@ -57,20 +49,7 @@ func scanQueue(sc scanner) (*store.Queue, error) {
 }
 
 func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]*store.Queue, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var qs []*store.Queue
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
-	}
-	return qs, rows.Err()
+	return sqldb.QueryAll(ctx, s.db, scanQueue, query, args...)
 }
 
 // QueuePut creates the queue or replaces its settings, keeping its leader
@@ -192,84 +171,4 @@ func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, err
 		return nil, fmt.Errorf("get leader of queue %q: %w", queue, mapErr(err))
 	}
 	return &n, nil
-}
-
-const routingCols = "job_category, queue_name"
-
-func scanRouting(sc scanner) (*store.Routing, error) {
-	var r store.Routing
-	if err := sc.Scan(&r.JobCategory, &r.QueueName); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// RoutingPut creates or replaces a routing, or returns store.ErrNotFound if
-// its queue does not exist. The INSERT … SELECT inserts nothing and updates
-// nothing without the queue row; with CLIENT_FOUND_ROWS it reports 1 or 2
-// rows otherwise, so 0 means no queue.
-func (s *Store) RoutingPut(ctx context.Context, r *store.Routing) (*store.Routing, error) {
-	n, err := affected(s.db.ExecContext(ctx, `/* rowq:routings.put */
-		INSERT INTO routings (job_category, queue_name, created_at, updated_at)
-		SELECT ?, q.name, NOW(6), NOW(6) FROM queues q WHERE q.name = ?
-		ON DUPLICATE KEY UPDATE queue_name = ?, routings.updated_at = NOW(6)`,
-		r.JobCategory, r.QueueName, r.QueueName))
-	if err == nil && n == 0 {
-		err = fmt.Errorf("queue %q: %w", r.QueueName, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("put routing %q: %w", r.JobCategory, mapErr(err))
-	}
-	return s.RoutingGet(ctx, r.JobCategory)
-}
-
-// RoutingGet returns one routing or store.ErrNotFound.
-func (s *Store) RoutingGet(ctx context.Context, category string) (*store.Routing, error) {
-	r, err := scanRouting(s.db.QueryRowContext(ctx, `/* rowq:routings.get */ SELECT `+routingCols+` FROM routings WHERE job_category = ?`, category))
-	if err != nil {
-		return nil, fmt.Errorf("get routing %q: %w", category, mapErr(err))
-	}
-	return r, nil
-}
-
-// RoutingList returns all routings ordered by category.
-func (s *Store) RoutingList(ctx context.Context) ([]*store.Routing, error) {
-	list, err := func() ([]*store.Routing, error) {
-		rows, err := s.db.QueryContext(ctx, `/* rowq:routings.list */ SELECT `+routingCols+` FROM routings ORDER BY job_category`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var list []*store.Routing
-		for rows.Next() {
-			r, err := scanRouting(rows)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, r)
-		}
-		return list, rows.Err()
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("list routings: %w", mapErr(err))
-	}
-	return list, nil
-}
-
-// RoutingDelete removes the routing and returns it, or store.ErrNotFound.
-func (s *Store) RoutingDelete(ctx context.Context, category string) (*store.Routing, error) {
-	var r *store.Routing
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		r, err = scanRouting(tx.QueryRowContext(ctx, `/* rowq:routings.delete */ SELECT `+routingCols+` FROM routings WHERE job_category = ? FOR UPDATE`, category))
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `/* rowq:routings.delete */ DELETE FROM routings WHERE job_category = ?`, category)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("delete routing %q: %w", category, mapErr(err))
-	}
-	return r, nil
 }

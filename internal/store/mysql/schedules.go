@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const scheduleCols = "name, cron, timezone, category, url, payload, max_retries, retry_delay, timeout, " +
 	"misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at"
 
-func scanSchedule(sc scanner) (*store.Schedule, error) {
+func scanSchedule(sc sqldb.Scanner) (*store.Schedule, error) {
 	var (
 		s       store.Schedule
 		payload []byte
@@ -30,7 +31,7 @@ func scanSchedule(sc scanner) (*store.Schedule, error) {
 
 const runCols = "id, schedule_name, kind, tick, fired_at, node, job_id, queue_name, reason"
 
-func scanRun(sc scanner) (*store.ScheduleRun, error) {
+func scanRun(sc sqldb.Scanner) (*store.ScheduleRun, error) {
 	var (
 		r     store.ScheduleRun
 		job   sql.NullInt64
@@ -94,20 +95,7 @@ func (s *Store) ScheduleGet(ctx context.Context, name string) (*store.Schedule, 
 }
 
 func (s *Store) querySchedules(ctx context.Context, query string, args ...any) ([]*store.Schedule, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []*store.Schedule
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, sc)
-	}
-	return out, mapErr(rows.Err())
+	return sqldb.QueryAll(ctx, s.db, scanSchedule, query, args...)
 }
 
 // ScheduleList returns a page of schedules by name.
@@ -153,7 +141,7 @@ func (s *Store) SchedulePause(ctx context.Context, p *store.SchedulePauseParams)
 	var got *store.Schedule
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			n, err := affected(tx.ExecContext(ctx, `/* rowq:schedules.pause */
+			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:schedules.pause */
 				UPDATE schedules SET paused = ?, next_run_at = COALESCE(?, next_run_at), updated_at = NOW(6)
 				WHERE name = ?`, p.Paused, next, p.Name))
 			if err != nil {
@@ -201,7 +189,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 	err = retry(ctx, func() error {
 		runs = nil
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			n, err := affected(tx.ExecContext(ctx, `/* rowq:schedules.fire.advance */
+			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:schedules.fire.advance */
 				UPDATE schedules SET next_run_at = ? WHERE name = ? AND next_run_at = ? AND paused = 0`,
 				p.Next.UTC(), p.Name, p.Expect.UTC()))
 			if err != nil {
@@ -342,22 +330,10 @@ func (s *Store) ScheduleRuns(ctx context.Context, p *store.ScheduleRunsParams) (
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.db.QueryContext(ctx, `/* rowq:schedules.runs */
+	out, err := sqldb.QueryAll(ctx, s.db, scanRun, `/* rowq:schedules.runs */
 		SELECT `+runCols+` FROM schedule_runs WHERE schedule_name = ? AND id < ? ORDER BY id DESC LIMIT ?`,
 		p.Name, before, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
-	}
-	defer rows.Close()
-	var out []*store.ScheduleRun
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
 	}
 	return out, nil

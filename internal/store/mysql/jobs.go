@@ -3,11 +3,14 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
@@ -15,7 +18,7 @@ const jobCols = "id, queue_name, category, url, payload, state, created_at, next
 	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
-func scanJob(sc scanner, extra ...any) (*store.Job, error) {
+func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 	var (
 		j       store.Job
 		payload []byte
@@ -107,13 +110,13 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 // A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
 // consecutive ids (in steps of @@auto_increment_increment) in every
 // innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
-func insertChunk(ctx context.Context, db execer, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+func insertChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
 	q, args := insertSQL(jobs, nil, nil)
 	return execInsert(ctx, db, q, args, len(jobs), step, ids)
 }
 
 // execInsert runs the INSERT q of n rows and appends their ids.
-func execInsert(ctx context.Context, db execer, q string, args []any, n int, step int64, ids *[]int64) error {
+func execInsert(ctx context.Context, db sqldb.DBTX, q string, args []any, n int, step int64, ids *[]int64) error {
 	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -265,7 +268,7 @@ func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until 
 func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, extendSQL, p.Lease.Microseconds(), p.Queue, p.Node))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, extendSQL, p.Lease.Microseconds(), p.Queue, p.Node))
 		return err
 	})
 	if err != nil {
@@ -313,13 +316,13 @@ const (
 // node, until, ids.
 func grabUpdateSQL(n int) string {
 	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?
-		WHERE id IN (` + placeholders(n) + `)`
+		WHERE id IN (` + sqldb.Placeholders(n) + `)`
 }
 
 // heldSQL completes stmt (completeSQL or releaseSQL) for n ids that a
 // node still holds. Arguments: ids, node.
 func heldSQL(stmt string, n int) string {
-	return stmt + ` WHERE id IN (` + placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
+	return stmt + ` WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
 }
 
 // execHeld runs stmt on those of ids that node still holds (see heldSQL)
@@ -336,7 +339,7 @@ func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node str
 	stmt = heldSQL(stmt, len(ids))
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, stmt, args...))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, stmt, args...))
 		return err
 	})
 	return n, mapErr(err)
@@ -347,7 +350,7 @@ func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node str
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
 			UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
 				next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = ''
 			WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`,
@@ -361,24 +364,6 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		return fmt.Errorf("retry job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return nil
-}
-
-const failedJobCols = "id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, " +
-	"timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter"
-
-func scanFailedJob(sc scanner) (*store.FailedJob, error) {
-	var (
-		f       store.FailedJob
-		payload []byte
-	)
-	err := sc.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload,
-		&f.Status, &f.Code, &f.Message, &f.FailCount, &f.FailedAt, &f.CreatedAt,
-		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
-	if err != nil {
-		return nil, err
-	}
-	f.Payload = payload
-	return &f, nil
 }
 
 // JobFail moves a job grabbed by p.Node to the failure log with
@@ -427,7 +412,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, rescueSQL, queue))
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, rescueSQL, queue))
 		return err
 	})
 	if err != nil {
@@ -445,12 +430,252 @@ func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job,
 	return j, nil
 }
 
-// FailedJobGet returns one failure log entry of the queue, or
-// store.ErrNotFound.
-func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*store.FailedJob, error) {
-	f, err := scanFailedJob(s.db.QueryRowContext(ctx, `/* rowq:failed_jobs.get */ SELECT `+failedJobCols+` FROM failed_jobs WHERE id = ? AND queue_name = ?`, id, queue))
-	if err != nil {
-		return nil, fmt.Errorf("get failed job %d of queue %q: %w", id, queue, mapErr(err))
+// optionArgs are the values of the columns priority, unique_key,
+// retry_backoff, retry_delay_max and retry_jitter.
+func optionArgs(e *store.JobOptions) []any {
+	var key any // NULL: no key, and NULLs never collide in jobs_unique
+	if e.UniqueKey != "" {
+		key = e.UniqueKey
 	}
-	return f, nil
+	return []any{e.Priority, key, backoffOrFixed(e.RetryBackoff), e.RetryDelayMax, e.RetryJitter}
+}
+
+func backoffOrFixed(b string) string {
+	if b == "" {
+		return store.BackoffFixed
+	}
+	return b
+}
+
+// uniqueAttempts bounds how often a push retries a key whose holder left
+// between the INSERT that collided and the SELECT that looked for it.
+const uniqueAttempts = 10
+
+// JobsPush stores the jobs in one transaction: those without a unique key
+// with multi-row INSERTs, the others one by one so that a collision
+// neither fails the batch nor breaks the id arithmetic of the multi-row
+// INSERT. A colliding INSERT waits on the row lock of a concurrent holder
+// and fails once it commits; the SELECT that follows (READ COMMITTED: a
+// fresh snapshot) then sees the holder.
+func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	step, err := s.autoIncrementStep(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+	}
+	var out []store.JobPushed
+	err = retry(ctx, func() error {
+		out = make([]store.JobPushed, len(jobs))
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var (
+				plain []*store.JobInsertParams
+				at    []int
+			)
+			for i, j := range jobs {
+				if j.UniqueKey == "" {
+					plain, at = append(plain, j), append(at, i)
+				}
+			}
+			if len(plain) > 0 {
+				var ids []int64
+				for _, c := range chunkInserts(plain) {
+					if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+						return err
+					}
+				}
+				for k, id := range ids {
+					out[at[k]].ID = id
+				}
+			}
+			for _, i := range store.KeyedInOrder(jobs) {
+				var err error
+				if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+	}
+	return out, nil
+}
+
+// pushUnique inserts a job with a unique key, or finds the pending job
+// that holds the key.
+func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, step int64) (store.JobPushed, error) {
+	for range uniqueAttempts {
+		var ids []int64
+		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, step, &ids)
+		if err == nil {
+			return store.JobPushed{ID: ids[0]}, nil
+		}
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != errDupEntry {
+			return store.JobPushed{}, err
+		}
+		held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
+			FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the holder finished meanwhile: the key is free again
+		}
+		if err != nil {
+			return store.JobPushed{}, err
+		}
+		return store.JobPushed{ID: held.ID, Existing: true, Job: held}, nil
+	}
+	return store.JobPushed{}, fmt.Errorf("unique key %q of queue %q: taken and freed %d times in a row", j.UniqueKey, j.Queue, uniqueAttempts)
+}
+
+// JobsInsertGrabbed stores the jobs already grabbed by p.Node until
+// NOW(6) + p.Lease, as JobsInsert stores waiting jobs, and returns them in
+// order. On MariaDB the INSERT returns the ids and times it stored
+// (RETURNING), in the one round trip a waiting job's INSERT takes. MySQL
+// has no RETURNING: there the database's clock is read first and the
+// INSERT stores that time instead of NOW(6), so the rows are known from the
+// INSERT's arguments and LAST_INSERT_ID(), at one round trip more.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	step, err := s.autoIncrementStep(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), mapErr(err))
+	}
+	chunks := chunkInserts(p.Jobs)
+	var jobs []*store.Job
+	err = retry(ctx, func() error {
+		jobs = jobs[:0]
+		if len(chunks) == 1 {
+			return s.insertGrabbedChunk(ctx, s.db, chunks[0], p, step, &jobs)
+		}
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			for _, c := range chunks {
+				if err := s.insertGrabbedChunk(ctx, tx, c, p, step, &jobs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), mapErr(err))
+	}
+	return jobs, nil
+}
+
+// insertGrabbedChunk inserts jobs, a chunk of p.Jobs, grabbed by p.Node,
+// with one multi-row INSERT, and appends them as stored.
+func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
+	if s.returning.Load() {
+		q, args := insertSQL(jobs, p, nil)
+		rows, err := db.QueryContext(ctx, q+" RETURNING id, created_at, next_try, grabbed_until", args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for i := 0; rows.Next(); i++ {
+			var (
+				id                   int64
+				created, next, until time.Time
+			)
+			if err := rows.Scan(&id, &created, &next, &until); err != nil {
+				return err
+			}
+			if i >= len(jobs) {
+				return fmt.Errorf("inserted more rows than %d", len(jobs))
+			}
+			*out = append(*out, jobs[i].GrabbedJob(id, p.Node, created, next, until))
+		}
+		return rows.Err()
+	}
+	var at time.Time
+	if err := db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT NOW(6)").Scan(&at); err != nil {
+		return err
+	}
+	q, args := insertSQL(jobs, p, &at)
+	var ids []int64
+	if err := execInsert(ctx, db, q, args, len(jobs), step, &ids); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		*out = append(*out, j.GrabbedJob(ids[i], p.Node, at, at.Add(micros(j.RunAfter)), at.Add(micros(p.Lease))))
+	}
+	return nil
+}
+
+// micros is d in whole microseconds, as INTERVAL … MICROSECOND adds it.
+func micros(d time.Duration) time.Duration { return time.Duration(d.Microseconds()) * time.Microsecond }
+
+// jobsDueSQL names the queues, of n given, whose earliest waiting job is
+// due: for each, the subquery walks jobs_list (queue_name, next_try, id)
+// from its start to the first waiting job, past the grabbed ones (the
+// deliveries in flight, few), however many jobs wait. (An EXISTS …
+// next_try <= NOW(6) would become a semi-join that reads every due job.)
+func jobsDueSQL(n int) string {
+	return `/* rowq:jobs.due */ SELECT q.name FROM queues q
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND (
+			SELECT j.next_try FROM jobs j FORCE INDEX (jobs_list)
+			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
+}
+
+// jobsExpiredSQL names the queues, of n given, that hold an expired grab;
+// a queue's grabs, its deliveries in flight, are few: its range of
+// jobs_fetch (queue_name, state, …).
+func jobsExpiredSQL(n int) string {
+	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
+			SELECT 1 FROM jobs j FORCE INDEX (jobs_fetch)
+			WHERE j.queue_name = q.name AND j.state = 'grabbed' AND j.grabbed_until < NOW(6))`
+}
+
+// JobsDue returns those of queues that hold a waiting job due now.
+func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
+	}
+	return expired, nil
+}
+
+// queueNames runs query(len(queues)) with the queues as arguments and
+// returns the names it selects.
+func (s *Store) queueNames(ctx context.Context, query func(n int) string, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(queues))
+	for i, q := range queues {
+		args[i] = q
+	}
+	var names []string
+	err := retry(ctx, func() error {
+		names = names[:0]
+		rows, err := s.db.QueryContext(ctx, query(len(queues)), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				return err
+			}
+			names = append(names, q)
+		}
+		return rows.Err()
+	})
+	return names, mapErr(err)
 }

@@ -7,11 +7,12 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const lockHolderCols = "name, owner, token, lim, acquired_at, expires_at"
 
-func scanLease(sc scanner) (*store.LockLease, error) {
+func scanLease(sc sqldb.Scanner) (*store.LockLease, error) {
 	var l store.LockLease
 	if err := sc.Scan(&l.Name, &l.Owner, &l.Token, &l.Limit, &l.AcquiredAt, &l.ExpiresAt); err != nil {
 		return nil, err
@@ -19,25 +20,8 @@ func scanLease(sc scanner) (*store.LockLease, error) {
 	return &l, nil
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func queryLeases(ctx context.Context, q querier, query string, args ...any) ([]*store.LockLease, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ls []*store.LockLease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-	}
-	return ls, rows.Err()
+func queryLeases(ctx context.Context, q sqldb.DBTX, query string, args ...any) ([]*store.LockLease, error) {
+	return sqldb.QueryAll(ctx, q, scanLease, query, args...)
 }
 
 // LockAcquire runs one short transaction: it makes sure the name's row
@@ -105,7 +89,7 @@ func (s *Store) LockRenew(ctx context.Context, p *store.LockRenewParams) (*store
 	var l *store.LockLease
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			n, err := affected(tx.ExecContext(ctx, `/* rowq:locks.renew */
+			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:locks.renew */
 				UPDATE lock_holders SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
 				WHERE name = ? AND owner = ? AND token = ? AND expires_at > NOW(6)`,
 				p.TTL.Microseconds(), p.Name, p.Owner, p.Token))

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const scheduleCols = `name, cron, timezone, category, url, payload, max_retries, retry_delay, timeout,
 	misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at`
 
-func scanSchedule(row interface{ Scan(...any) error }) (*store.Schedule, error) {
+func scanSchedule(row sqldb.Scanner) (*store.Schedule, error) {
 	var (
 		s                  store.Schedule
 		payload            sql.NullString
@@ -34,7 +35,7 @@ func scanSchedule(row interface{ Scan(...any) error }) (*store.Schedule, error) 
 
 const runCols = `id, schedule_name, kind, tick, fired_at, node, job_id, queue_name, reason`
 
-func scanRun(row interface{ Scan(...any) error }) (*store.ScheduleRun, error) {
+func scanRun(row sqldb.Scanner) (*store.ScheduleRun, error) {
 	var (
 		r           store.ScheduleRun
 		tick, fired int64
@@ -82,20 +83,8 @@ func (s *Store) ScheduleGet(ctx context.Context, name string) (*store.Schedule, 
 }
 
 func (s *Store) querySchedules(ctx context.Context, query string, args ...any) ([]*store.Schedule, error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []*store.Schedule
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, sc)
-	}
-	return out, mapErr(rows.Err())
+	out, err := sqldb.QueryAll(ctx, s.r, scanSchedule, query, args...)
+	return out, mapErr(err)
 }
 
 // ScheduleList returns a page of schedules by name.
@@ -296,22 +285,10 @@ func (s *Store) ScheduleRuns(ctx context.Context, p *store.ScheduleRunsParams) (
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.r.QueryContext(ctx, `/* rowq:schedules.runs */
+	out, err := sqldb.QueryAll(ctx, s.r, scanRun, `/* rowq:schedules.runs */
 		SELECT `+runCols+` FROM schedule_runs WHERE schedule_name = ? AND id < ? ORDER BY id DESC LIMIT ?`,
 		p.Name, before, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
-	}
-	defer rows.Close()
-	var out []*store.ScheduleRun
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs of schedule %q: %w", p.Name, mapErr(err))
 	}
 	return out, nil

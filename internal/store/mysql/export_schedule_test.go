@@ -1,4 +1,0 @@
-package mysql
-
-// DueSQL is the due-schedules SELECT, for the EXPLAIN test.
-const DueSQL = dueSQL

@@ -1,0 +1,395 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
+
+func scanJob(row sqldb.Scanner) (*store.Job, error) {
+	var (
+		j                  store.Job
+		payload, grabbedBy sql.NullString
+		created, next      int64
+		grabbedUntil       sql.NullInt64
+		key                sql.NullString
+	)
+	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
+		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter)
+	if err != nil {
+		return nil, err
+	}
+	j.UniqueKey = key.String
+	if payload.Valid {
+		j.Payload = []byte(payload.String)
+	}
+	j.CreatedAt, j.NextTry = fromMicros(created), fromMicros(next)
+	j.GrabbedBy = grabbedBy.String
+	if grabbedUntil.Valid {
+		t := fromMicros(grabbedUntil.Int64)
+		j.GrabbedTil = &t
+	}
+	return &j, nil
+}
+
+func nullPayload(p []byte) any {
+	if p == nil {
+		return nil
+	}
+	return string(p)
+}
+
+// JobsInsert stores jobs in one transaction.
+func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(jobs))
+	if _, err := s.jobsInsert(ctx, jobs, nil, ids); err != nil {
+		return nil, fmt.Errorf("insert %d jobs: %w", len(jobs), err)
+	}
+	return ids, nil
+}
+
+// jobsInsert inserts jobs waiting, or, with a holder, already grabbed by
+// hold.Node until now + hold.Lease (local hand-off), puts their ids in ids
+// and returns the now they were created at.
+func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParams, ids []int64) (int64, error) {
+	var now int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := insertSQL
+		if hold != nil {
+			q = insertGrabbedSQL
+		}
+		stmt, err := tx.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		now = s.micros()
+		for i, j := range jobs {
+			args := insertArgs(j, now)
+			if hold != nil {
+				args = append(args, hold.Node, now+hold.Lease.Microseconds())
+			}
+			res, err := stmt.ExecContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			if ids[i], err = res.LastInsertId(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return now, err
+}
+
+// grabSQL is the fetch; EXPLAIN QUERY PLAN of its inner SELECT must show the
+// jobs_fetch index and no temporary B-tree for ORDER BY.
+const grabSQL = `/* rowq:jobs.grab */
+	UPDATE jobs SET state = 'grabbed', grabbed_by = ?1, grabbed_until = ?2
+	WHERE id IN (` + grabSelectSQL + `)
+	RETURNING ` + jobCols
+
+const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'waiting' AND next_try <= ?4 ORDER BY priority DESC, next_try, id LIMIT ?5`
+
+// JobsGrab marks due jobs as grabbed by the node and returns them.
+func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
+	now := s.micros()
+	rows, err := s.w.QueryContext(ctx, grabSQL, p.Node, now+p.Lease.Microseconds(), p.Queue, now, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
+	}
+	defer rows.Close()
+	var jobs []*store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
+	}
+	sort.Slice(jobs, func(a, b int) bool {
+		if jobs[a].Priority != jobs[b].Priority {
+			return jobs[a].Priority > jobs[b].Priority
+		}
+		if !jobs[a].NextTry.Equal(jobs[b].NextTry) {
+			return jobs[a].NextTry.Before(jobs[b].NextTry)
+		}
+		return jobs[a].ID < jobs[b].ID
+	})
+	return jobs, nil
+}
+
+// JobsExtend extends the node's grabs in the queue.
+func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.extend */
+		UPDATE jobs SET grabbed_until = ? WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?`,
+		s.micros()+p.Lease.Microseconds(), p.Queue, p.Node)
+	n, err := affected(res, err)
+	if err != nil {
+		return 0, fmt.Errorf("extend grabs of node %q in queue %q: %w", p.Node, p.Queue, err)
+	}
+	return n, nil
+}
+
+// JobsComplete deletes jobs the node still holds.
+func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node)
+	if err != nil {
+		return 0, fmt.Errorf("complete %d jobs: %w", len(p.IDs), err)
+	}
+	return n, nil
+}
+
+// JobsRelease puts the given jobs, where still grabbed by p.Node, back to
+// waiting, and returns how many it put back.
+func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
+	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node)
+	if err != nil {
+		return 0, fmt.Errorf("release %d jobs: %w", len(p.IDs), err)
+	}
+	return n, nil
+}
+
+// execHeld runs stmt on those of ids that node still holds (it appends
+// the WHERE clause) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, node)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	stmt += ` WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	return affected(s.w.ExecContext(ctx, stmt, args...))
+}
+
+// JobRetry puts a held job back to waiting after a delay.
+func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
+	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.retry */
+		UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1, next_try = ?, grabbed_by = NULL, grabbed_until = NULL
+		WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`,
+		s.micros()+p.Delay.Microseconds(), p.ID, p.Node)
+	n, err := affected(res, err)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("retry job %d: %w", p.ID, err)
+	}
+	return nil
+}
+
+// JobFail moves a held job to the failure log.
+func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
+	var f *store.FailedJob
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
+			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
+			FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?
+			RETURNING `+failedCols, p.Status, p.Code, p.Message, s.micros(), p.ID, p.Node)
+		var err error
+		if f, err = scanFailed(row); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ?`, p.ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+	}
+	return f, nil
+}
+
+// JobsRescue frees expired grabs of the queue.
+func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.rescue */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_until < ?`, queue, s.micros())
+	n, err := affected(res, err)
+	if err != nil {
+		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, err)
+	}
+	return n, nil
+}
+
+// JobGet returns one job of the queue.
+func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := scanJob(s.r.QueryRowContext(ctx, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = ? AND queue_name = ?`, id, queue))
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, mapErr(err))
+	}
+	return j, nil
+}
+
+// insertSQL inserts one job; its arguments come from insertArgs.
+const insertSQL = `/* rowq:jobs.insert */
+	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
+	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertGrabbedSQL inserts one job already grabbed; its arguments are
+// insertArgs, then the holder's node id and grabbed_until.
+const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
+	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
+	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertUniqueSQL inserts one job unless its unique key is taken, and then
+// returns no row.
+const insertUniqueSQL = insertSQL + ` ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id`
+
+// insertArgs are the arguments of insertSQL for job j created at now.
+func insertArgs(j *store.JobInsertParams, now int64) []any {
+	var key any // NULL: no key, and NULLs never collide in jobs_unique
+	if j.UniqueKey != "" {
+		key = j.UniqueKey
+	}
+	backoff := j.RetryBackoff
+	if backoff == "" {
+		backoff = store.BackoffFixed
+	}
+	return []any{j.Queue, j.Category, j.URL, nullPayload(j.Payload), now, now + j.RunAfter.Microseconds(),
+		j.Timeout, j.MaxRetries, j.RetryDelay, j.Priority, key, backoff, j.RetryDelayMax, j.RetryJitter}
+}
+
+// JobsPush stores the jobs in one transaction. There is one writer
+// connection, so a key found taken stays taken until the commit.
+func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	out := make([]store.JobPushed, len(jobs))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.micros()
+		for i, j := range jobs {
+			if j.UniqueKey == "" {
+				res, err := tx.ExecContext(ctx, insertSQL, insertArgs(j, now)...)
+				if err != nil {
+					return err
+				}
+				if out[i].ID, err = res.LastInsertId(); err != nil {
+					return err
+				}
+				continue
+			}
+			err := tx.QueryRowContext(ctx, insertUniqueSQL, insertArgs(j, now)...).Scan(&out[i].ID)
+			if !errors.Is(err, sql.ErrNoRows) {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
+				FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
+			if err != nil {
+				return err
+			}
+			out[i] = store.JobPushed{ID: held.ID, Existing: true, Job: held}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+	}
+	return out, nil
+}
+
+// JobsInsertGrabbed stores the jobs already grabbed by p.Node until
+// now + p.Lease in one transaction and returns them in order. The times
+// are the host's clock, read in the transaction: the rows are known
+// without reading them back.
+func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbedParams) ([]*store.Job, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(p.Jobs))
+	now, err := s.jobsInsert(ctx, p.Jobs, p, ids)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), err)
+	}
+	jobs := make([]*store.Job, len(p.Jobs))
+	for i, j := range p.Jobs {
+		jobs[i] = j.GrabbedJob(ids[i], p.Node, fromMicros(now), fromMicros(now+j.RunAfter.Microseconds()), fromMicros(now+p.Lease.Microseconds()))
+	}
+	return jobs, nil
+}
+
+// jobsDueSQL names the queues of a JSON array whose earliest waiting job is
+// due by the time given: for each, the subquery reads one entry of
+// jobs_list (queue_name, state, next_try, id), however many jobs wait.
+const jobsDueSQL = `/* rowq:jobs.due */ SELECT q.value FROM json_each(?) AS q
+	WHERE (SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) <= ?`
+
+// jobsExpiredSQL names the queues of a JSON array that hold a grab expired
+// by the time given; a queue's grabs are its deliveries in flight, few.
+const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q.value FROM json_each(?) AS q
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND grabbed_until < ?)`
+
+// JobsDue returns those of queues that hold a waiting job due now. It reads
+// on a reader connection, so it does not wait for the single writer.
+func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+	}
+	return due, nil
+}
+
+// JobsExpired returns those of queues that hold an expired grab, reading
+// as JobsDue does.
+func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
+	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	if err != nil {
+		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
+	}
+	return expired, nil
+}
+
+// queueNames runs query with the queues (a JSON array) and now, on a
+// reader connection, and returns the names it selects.
+func (s *Store) queueNames(ctx context.Context, query string, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(queues)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, query, string(list), s.micros())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			return nil, mapErr(err)
+		}
+		names = append(names, q)
+	}
+	return names, mapErr(rows.Err())
+}
