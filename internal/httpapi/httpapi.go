@@ -122,7 +122,7 @@ func (a *API) routes() {
 
 	a.handle("GET /queue/{name}/stats", a.queueStats)
 	a.handle("GET /queues/stats", a.allQueueStats)
-	// rowq's additions to the queue API (jobs-extra.go).
+	// rowq's additions to the queue API.
 	a.handle("POST /jobs", a.pushJobs)
 	a.handle("POST /queue/{name}/pause", a.pauseQueue(true))
 	a.handle("POST /queue/{name}/resume", a.pauseQueue(false))

@@ -1,15 +1,28 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
+)
+
+// Limits of job requests beyond Fireworq's.
+const (
+	maxPushJobs     = 1000  // jobs in one POST /jobs
+	minPriority     = -1000 // lowest job priority
+	maxPriority     = 1000  // highest job priority
+	maxUniqueKeyLen = 255   // characters of a unique_key
 )
 
 // validateJob checks the body of POST /job/{category} (an element of
@@ -37,7 +50,7 @@ func validateJob(req *rowqtype.JobRequest) error {
 			return err
 		}
 	}
-	return validateJobExtra(req)
+	return validateJobOptions(req)
 }
 
 func (a *API) pushJob(r *http.Request) (any, error) {
@@ -105,4 +118,259 @@ func (a *API) route(ctx context.Context, category string) (string, error) {
 		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
 	}
 	return q, err
+}
+
+// validateJobOptions checks the job settings rowq adds to Fireworq's.
+func validateJobOptions(req *rowqtype.JobRequest) error {
+	if err := checkRange("priority", req.Priority, minPriority, maxPriority); err != nil {
+		return err
+	}
+	if k := req.UniqueKey; k != nil {
+		if err := checkUniqueKey(*k); err != nil {
+			return err
+		}
+	}
+	backoff := valueOr(req.RetryBackoff, store.BackoffFixed)
+	switch backoff {
+	case store.BackoffFixed:
+		if req.RetryDelayMax != nil {
+			return errorf(http.StatusBadRequest, "retry_delay_max: only with retry_backoff \"exponential\"")
+		}
+	case store.BackoffExponential:
+		if valueOr(req.RetryDelay, 0) < 1 {
+			return errorf(http.StatusBadRequest, "retry_delay: must be 1..%d with retry_backoff \"exponential\" (it is the base), got %d",
+				maxRetryDelay, valueOr(req.RetryDelay, 0))
+		}
+		if err := checkRange("retry_delay_max", req.RetryDelayMax, valueOr(req.RetryDelay, 1), maxRetryDelay); err != nil {
+			return err
+		}
+	default:
+		return errorf(http.StatusBadRequest, "retry_backoff: must be \"fixed\" or \"exponential\", got %q", backoff)
+	}
+	if j := req.RetryJitter; j != nil && !(*j >= 0 && *j <= 1) {
+		return errorf(http.StatusBadRequest, "retry_jitter: must be 0..1 (a fraction of the delay), got %v", *j)
+	}
+	return nil
+}
+
+// checkUniqueKey validates a unique_key: 1..255 characters of UTF-8 without
+// control characters, not ending in a space (MySQL's collations ignore
+// trailing spaces, the other databases do not; refusing them keeps the
+// dialects alike).
+func checkUniqueKey(k string) error {
+	switch {
+	case k == "":
+		return errorf(http.StatusBadRequest, "unique_key: must not be empty (leave it out for none)")
+	case !utf8.ValidString(k):
+		return errorf(http.StatusBadRequest, "unique_key: must be valid UTF-8")
+	case utf8.RuneCountInString(k) > maxUniqueKeyLen:
+		return errorf(http.StatusBadRequest, "unique_key: at most %d characters, got %d", maxUniqueKeyLen, utf8.RuneCountInString(k))
+	case strings.HasSuffix(k, " "):
+		return errorf(http.StatusBadRequest, "unique_key: must not end with a space")
+	case strings.IndexFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return errorf(http.StatusBadRequest, "unique_key: must not contain control characters")
+	}
+	return nil
+}
+
+// jobOptions returns the request's rowq settings with their defaults.
+func jobOptions(req *rowqtype.JobRequest) store.JobOptions {
+	return store.JobOptions{
+		Priority:      valueOr(req.Priority, 0),
+		UniqueKey:     valueOr(req.UniqueKey, ""),
+		RetryBackoff:  valueOr(req.RetryBackoff, store.BackoffFixed),
+		RetryDelayMax: valueOr(req.RetryDelayMax, 0),
+		RetryJitter:   valueOr(req.RetryJitter, 0),
+	}
+}
+
+// toJobPushed answers an enqueue of p with outcome res: the new job, or the
+// pending job that holds p's unique key.
+func toJobPushed(p *store.JobInsertParams, res store.JobPushed) *rowqtype.PushedJob {
+	out := &rowqtype.PushedJob{
+		ID: res.ID, QueueName: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
+		RunAfter: int(p.RunAfter / time.Second), MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay, Timeout: p.Timeout,
+		Priority: p.Priority, RetryBackoff: p.RetryBackoff, RetryDelayMax: p.RetryDelayMax, RetryJitter: p.RetryJitter,
+	}
+	if res.Existing && res.Job != nil {
+		out = storedJobPushed(res.Job)
+	}
+	if p.UniqueKey != "" {
+		out.UniqueKey = p.UniqueKey
+		out.Existing = &res.Existing
+	}
+	return out
+}
+
+// storedJobPushed shows a stored job as an enqueue answer. Its run_after is the
+// time from its creation to its next try.
+func storedJobPushed(j *store.Job) *rowqtype.PushedJob {
+	return &rowqtype.PushedJob{
+		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
+		RunAfter:   max(int(j.NextTry.Sub(j.CreatedAt)/time.Second), 0),
+		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, Timeout: j.Timeout,
+		Priority: j.Priority, RetryBackoff: j.RetryBackoff, RetryDelayMax: j.RetryDelayMax,
+		RetryJitter: j.RetryJitter, UniqueKey: j.UniqueKey,
+	}
+}
+
+// pushJobsRequest is how POST /jobs is decoded: rowqtype.JobsRequest with
+// each element (a rowqtype.BatchJob) left raw, so that each is decoded on
+// its own and an error names its element ("jobs[3].url: required").
+type pushJobsRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// pushJobs is POST /jobs: up to maxPushJobs jobs in one transaction.
+func (a *API) pushJobs(r *http.Request) (any, error) {
+	var req pushJobsRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if n := len(req.Jobs); n < 1 || n > maxPushJobs {
+		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs, got %d", maxPushJobs, n)
+	}
+	routes := map[string]string{}
+	ps := make([]*store.JobInsertParams, len(req.Jobs))
+	for i, raw := range req.Jobs {
+		p, err := a.pushJobsElement(r.Context(), raw, routes)
+		if err != nil {
+			return nil, elementError(fmt.Sprintf("jobs[%d]", i), err)
+		}
+		ps[i] = p
+	}
+	res, err := a.cfg.Enqueue.PushMany(r.Context(), ps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*rowqtype.PushedJob, len(ps))
+	for i, p := range ps {
+		out[i] = toJobPushed(p, res[i])
+	}
+	return &rowqtype.PushedJobs{Jobs: out}, nil
+}
+
+func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes map[string]string) (*store.JobInsertParams, error) {
+	var el rowqtype.BatchJob
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&el); err != nil {
+		err = decodeError(err)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			// A type error's path names the embedded struct.
+			ae.msg = strings.TrimPrefix(ae.msg, "JobRequest.")
+		}
+		return nil, err
+	}
+	if string(raw) == "null" {
+		return nil, errorf(http.StatusBadRequest, "body: want a JSON object, got null")
+	}
+	if err := checkName("category", el.Category); err != nil {
+		return nil, err
+	}
+	return a.jobParams(ctx, el.Category, &el.JobRequest, routes)
+}
+
+// elementError names the element of a list in a client error:
+// "url: required" becomes "jobs[3].url: required".
+func elementError(name string, err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if rest, ok := strings.CutPrefix(ae.msg, "body: "); ok {
+		return errorf(ae.status, "%s: %s", name, rest)
+	}
+	return errorf(ae.status, "%s.%s", name, ae.msg)
+}
+
+// toJobJSON shows a stored job as the Fireworq job object of the
+// inspection endpoints.
+func toJobJSON(j *store.Job) *rowqtype.Job {
+	status := rowqtype.JobStatusClaimed
+	if j.State == store.StateGrabbed {
+		status = rowqtype.JobStatusGrabbed
+	}
+	return &rowqtype.Job{
+		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
+		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
+		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
+	}
+}
+
+// listJobs answers GET /queue/{name}/grabbed|waiting|deferred.
+func (a *API) listJobs(kind string) handlerFunc {
+	return func(r *http.Request) (any, error) {
+		pq, err := parsePageQuery(r, "desc", "asc")
+		if err != nil {
+			return nil, err
+		}
+		p := &store.JobsListParams{Kind: kind, Desc: pq.order == "desc", Limit: pq.limit + 1}
+		if pq.cursor != "" {
+			k, err := decodeCursor(pq.cursor, cursorJob, 2)
+			if err != nil {
+				return nil, err
+			}
+			at, ok := cursorTime(k[0])
+			if !ok {
+				return nil, errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (time out of range), got %q", pq.cursor)
+			}
+			p.After = &store.JobKey{NextTry: at, ID: k[1]}
+		}
+		if p.Queue, err = a.existingQueue(r.Context(), r); err != nil {
+			return nil, err
+		}
+		jobs, err := a.cfg.Store.JobsList(r.Context(), p)
+		if err != nil {
+			return nil, err
+		}
+		page := &rowqtype.JobPage{Jobs: make([]*rowqtype.Job, 0, len(jobs))}
+		if len(jobs) > pq.limit {
+			jobs = jobs[:pq.limit]
+			last := jobs[len(jobs)-1]
+			page.NextCursor = encodeCursor(cursorJob, last.NextTry.UnixMicro(), last.ID)
+		}
+		for _, j := range jobs {
+			page.Jobs = append(page.Jobs, toJobJSON(j))
+		}
+		return page, nil
+	}
+}
+
+// pathID reads the positive integer id of the path.
+func pathID(r *http.Request) (int64, error) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, errorf(http.StatusBadRequest, "id: must be a positive integer, got %q", v)
+	}
+	return id, nil
+}
+
+func (a *API) getJob(r *http.Request) (any, error) {
+	return one(a, r, "job", a.cfg.Store.JobGet, toJobJSON)
+}
+
+func (a *API) deleteJob(r *http.Request) (any, error) {
+	return one(a, r, "job", a.cfg.Store.JobDelete, toJobJSON)
+}
+
+// one answers a request for one entry of an existing queue by the id in
+// the path: op reads (or deletes) it, toJSON shapes the answer, and what
+// names it in a 404.
+func one[T, J any](a *API, r *http.Request, what string, op func(context.Context, string, int64) (T, error), toJSON func(T) J) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := a.existingQueue(r.Context(), r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := op(r.Context(), queue, id)
+	if err != nil {
+		return nil, notFound(err, "queue %q has no %s %d", queue, what, id)
+	}
+	return toJSON(v), nil
 }

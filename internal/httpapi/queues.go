@@ -135,3 +135,25 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	}
 	return &rowqtype.WakeResult{QueueName: name, Woken: a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
 }
+
+// pauseQueue is POST /queue/{name}/pause and /resume.
+func (a *API) pauseQueue(paused bool) handlerFunc {
+	return func(r *http.Request) (any, error) {
+		name := r.PathValue("name")
+		if err := checkName("name", name); err != nil {
+			return nil, err
+		}
+		if err := decodeOptional(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		q, err := a.cfg.Store.QueueSetPaused(r.Context(), name, paused)
+		if err != nil {
+			return nil, notFound(err, "queue %q does not exist", name)
+		}
+		// Apply it now to this node's runner of the queue, if any; the
+		// leader, if another node, is nudged to re-read the queue.
+		a.cfg.Dispatcher.SetPaused(name, paused)
+		a.cfg.Dispatcher.Changed(name)
+		return toQueueJSON(q), nil
+	}
+}
