@@ -15,7 +15,7 @@ type JobRequest struct {
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RetryDelay *int            `json:"retry_delay,omitempty"`
 	Timeout    *int            `json:"timeout,omitempty"` // bounds a delivery; 0 means none
-	// rowq's additions (docs/jobs-extra.md).
+	// rowq's additions (docs/jobs.md).
 	Priority      *int     `json:"priority,omitempty"`        // -1000..1000, higher first
 	UniqueKey     *string  `json:"unique_key,omitempty"`      // one pending job per queue and key
 	RetryBackoff  *string  `json:"retry_backoff,omitempty"`   // "fixed" or "exponential"

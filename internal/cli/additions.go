@@ -167,9 +167,9 @@ func failedBulkVerb(retry bool) func(s *session, args []string) error {
 // maxCLIBulkIDs is the server's bound on ids in one bulk request.
 const maxCLIBulkIDs = 10_000
 
-// jobExtraFlags adds the flags of rowq's job fields to push; the function
+// jobOptionFlags adds the flags of rowq's job fields to push; the function
 // it returns sets them on a job once the flags are parsed.
-func jobExtraFlags(s *session) func(job *rowqtype.JobRequest) {
+func jobOptionFlags(s *session) func(job *rowqtype.JobRequest) {
 	priority := s.fs.Int("priority", 0, "-1000..1000: due jobs of a queue go out highest priority first")
 	uniqueKey := s.fs.String("unique-key", "", "while a job of the queue with this key is pending, pushing again returns that job")
 	backoff := s.fs.String("retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")

@@ -315,14 +315,14 @@ var jobSubs = []subcommand{
 		retries := s.fs.Int("max-retries", 0, "retries after a failure")
 		delay := s.fs.Int("retry-delay", 0, "seconds between retries")
 		timeout := s.fs.Int("timeout", 0, "seconds a delivery may take (0: none)")
-		extra := jobExtraFlags(s)
+		options := jobOptionFlags(s)
 		pos, err := s.parse(args, 1, "CATEGORY")
 		if err != nil {
 			return err
 		}
 		job := &rowqtype.JobRequest{URL: *u, RunAfter: nonZero(*runAfter), MaxRetries: nonZero(*retries),
 			RetryDelay: nonZero(*delay), Timeout: nonZero(*timeout)}
-		extra(job)
+		options(job)
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return fmt.Errorf("--payload: not JSON: %q (a string needs quotes: '\"text\"')", *payload)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -245,4 +246,157 @@ func push(b *bundle, body string) (int64, error) {
 		return 0, err
 	}
 	return a.ID, nil
+}
+
+// pushedAnswer is an enqueue answer with rowq's fields.
+type pushedAnswer struct {
+	ID            int64           `json:"id"`
+	QueueName     string          `json:"queue_name"`
+	Category      string          `json:"category"`
+	URL           string          `json:"url"`
+	Payload       json.RawMessage `json:"payload"`
+	RunAfter      int             `json:"run_after"`
+	MaxRetries    int             `json:"max_retries"`
+	RetryDelay    int             `json:"retry_delay"`
+	Priority      *int            `json:"priority"`
+	RetryBackoff  string          `json:"retry_backoff"`
+	RetryDelayMax int             `json:"retry_delay_max"`
+	RetryJitter   float64         `json:"retry_jitter"`
+	UniqueKey     *string         `json:"unique_key"`
+	Existing      *bool           `json:"existing"`
+}
+
+func TestPushJobs_OrderUniqueAndAllOrNothing(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		b.ok(t, "PUT", "/queue/q", "", nil)
+		b.ok(t, "PUT", "/queue/r", "", nil)
+		b.ok(t, "PUT", "/routing/a", `{"queue_name":"q"}`, nil)
+		b.ok(t, "PUT", "/routing/b", `{"queue_name":"r"}`, nil)
+
+		var out struct{ Jobs []pushedAnswer }
+		b.ok(t, "POST", "/jobs", `{"jobs":[
+			{"category":"a","url":"http://w/1","payload":{"n":1},"priority":5,"unique_key":"k"},
+			{"category":"b","url":"http://w/2","retry_backoff":"exponential","retry_delay":2,"retry_delay_max":30,"retry_jitter":0.1},
+			{"category":"a","url":"http://w/3","unique_key":"k"},
+			{"category":"a","url":"http://w/4"}]}`, &out)
+		if len(out.Jobs) != 4 {
+			t.Fatalf("POST /jobs answered %d jobs, want 4", len(out.Jobs))
+		}
+		j := out.Jobs
+		if j[0].QueueName != "q" || j[1].QueueName != "r" || j[0].URL != "http://w/1" || j[1].URL != "http://w/2" || j[3].URL != "http://w/4" {
+			t.Fatalf("answers out of request order: %+v", j)
+		}
+		if j[0].Existing == nil || *j[0].Existing || j[0].UniqueKey == nil || *j[0].UniqueKey != "k" || *j[0].Priority != 5 {
+			t.Fatalf("first keyed job = %+v, want existing false, key k, priority 5", j[0])
+		}
+		if j[2].Existing == nil || !*j[2].Existing || j[2].ID != j[0].ID || j[2].URL != "http://w/1" || string(j[2].Payload) != `{"n":1}` {
+			t.Fatalf("second keyed job = %+v, want job %d (existing)", j[2], j[0].ID)
+		}
+		if j[1].Existing != nil || j[1].UniqueKey != nil || j[1].RetryBackoff != "exponential" || j[1].RetryDelayMax != 30 || j[1].RetryJitter != 0.1 || *j[1].Priority != 0 {
+			t.Fatalf("unkeyed job = %+v", j[1])
+		}
+		st, err := b.st.JobGet(t.Context(), "r", j[1].ID)
+		if err != nil || st.RetryBackoff != store.BackoffExponential || st.RetryDelay != 2 || st.RetryDelayMax != 30 || st.RetryJitter != 0.1 {
+			t.Fatalf("stored job = %+v, %v", st, err)
+		}
+
+		// The same key through POST /job answers the pending job too.
+		var one pushedAnswer
+		b.ok(t, "POST", "/job/a", `{"url":"http://w/5","unique_key":"k"}`, &one)
+		if one.ID != j[0].ID || one.Existing == nil || !*one.Existing || one.URL != "http://w/1" {
+			t.Fatalf("POST /job with a pending key = %+v, want job %d", one, j[0].ID)
+		}
+
+		// One bad element refuses the whole request; nothing is stored.
+		before := countJobs(t, b.st, "q")
+		res := b.do(t, "POST", "/jobs", `{"jobs":[{"category":"a","url":"http://w/6"},{"category":"nowhere","url":"http://w/7"}]}`)
+		if msg := errorMessage(t, res, http.StatusNotFound); !strings.Contains(msg, "jobs[1].category") {
+			t.Fatalf("error %q does not name jobs[1].category", msg)
+		}
+		if after := countJobs(t, b.st, "q"); after != before {
+			t.Fatalf("a refused POST /jobs stored %d jobs", after-before)
+		}
+	})
+}
+
+// countJobs counts the jobs of a queue by grabbing them all (and putting
+// them back: the rescue frees grabs whose lease has passed).
+func countJobs(t *testing.T, st store.Store, queue string) int {
+	t.Helper()
+	jobs, err := st.JobsGrab(t.Context(), &store.JobsGrabParams{Queue: queue, Node: "count", Limit: 100000, Lease: -time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.JobsRescue(t.Context(), queue); err != nil {
+		t.Fatal(err)
+	}
+	return len(jobs)
+}
+
+// TestPushJob_UniqueKeyConcurrent enqueues one key from many clients at
+// once, among plain enqueues that share the group commit: one keyed job is
+// stored, every answer names it, and the plain jobs get their own ids.
+func TestPushJob_UniqueKeyConcurrent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		b.ok(t, "PUT", "/queue/q", "", nil)
+		b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
+		const n = 32
+		var (
+			wg           sync.WaitGroup
+			mu           sync.Mutex
+			keyed, plain = map[int64]int{}, map[int64]int{}
+			fresh        int
+			failures     []string
+			pushOne      = func(body string) (*pushedAnswer, string) {
+				res := b.do(t, "POST", "/job/cat", body)
+				if res.status != http.StatusOK {
+					return nil, fmt.Sprintf("%d %s", res.status, res.body)
+				}
+				var a pushedAnswer
+				if err := json.Unmarshal(res.body, &a); err != nil {
+					return nil, err.Error()
+				}
+				return &a, ""
+			}
+		)
+		for i := range n {
+			wg.Go(func() {
+				a, fail := pushOne(fmt.Sprintf(`{"url":"http://w/%d","unique_key":"order-42"}`, i))
+				p, pfail := pushOne(fmt.Sprintf(`{"url":"http://w/plain/%d"}`, i))
+				mu.Lock()
+				defer mu.Unlock()
+				if fail != "" || pfail != "" {
+					failures = append(failures, fail+pfail)
+					return
+				}
+				keyed[a.ID]++
+				plain[p.ID]++
+				if a.Existing != nil && !*a.Existing {
+					fresh++
+				}
+			})
+		}
+		wg.Wait()
+		if len(failures) > 0 {
+			t.Fatalf("%d enqueues failed, first: %s", len(failures), failures[0])
+		}
+		if len(keyed) != 1 || fresh != 1 {
+			t.Fatalf("keyed enqueues gave ids %v with %d new, want one id, one new", keyed, fresh)
+		}
+		if len(plain) != n {
+			t.Fatalf("plain enqueues gave %d distinct ids, want %d", len(plain), n)
+		}
+		for id := range keyed {
+			if plain[id] > 0 {
+				t.Fatalf("id %d given to a keyed and a plain job", id)
+			}
+		}
+		if got := countJobs(t, b.st, "q"); got != n+1 {
+			t.Fatalf("queue holds %d jobs, want %d", got, n+1)
+		}
+	})
 }

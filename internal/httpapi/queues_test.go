@@ -220,3 +220,48 @@ func TestRoutings_CRUD(t *testing.T) {
 		}
 	})
 }
+
+func TestQueues_PauseResume(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		var q struct {
+			Name       string `json:"name"`
+			MaxWorkers int    `json:"max_workers"`
+			Paused     *bool  `json:"paused"`
+		}
+		paused := func(want bool) {
+			t.Helper()
+			if q.Paused == nil || *q.Paused != want {
+				t.Fatalf("queue %+v, want paused %v", q, want)
+			}
+		}
+		b.ok(t, "PUT", "/queue/q", `{"max_workers":3}`, &q)
+		paused(false)
+		b.ok(t, "POST", "/queue/q/pause", "", &q)
+		paused(true)
+		b.ok(t, "GET", "/queue/q", "", &q)
+		paused(true)
+		// PUT without "paused" keeps the pause.
+		b.ok(t, "PUT", "/queue/q", `{"max_workers":4}`, &q)
+		paused(true)
+		if q.MaxWorkers != 4 {
+			t.Fatalf("PUT did not apply max_workers: %+v", q)
+		}
+		var list []map[string]any
+		b.ok(t, "GET", "/queues", "", &list)
+		if len(list) != 1 || list[0]["paused"] != true {
+			t.Fatalf("GET /queues = %v, want q paused", list)
+		}
+		b.ok(t, "POST", "/queue/q/resume", "{}", &q)
+		paused(false)
+		b.ok(t, "PUT", "/queue/q", `{"paused":true}`, &q)
+		paused(true)
+		b.ok(t, "PUT", "/queue/q", `{"paused":false}`, &q)
+		paused(false)
+		// Pausing twice is fine.
+		b.ok(t, "POST", "/queue/q/pause", "", &q)
+		b.ok(t, "POST", "/queue/q/pause", "", &q)
+		paused(true)
+	})
+}

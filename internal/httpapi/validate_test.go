@@ -207,3 +207,92 @@ func TestPutRouting_BadInput(t *testing.T) {
 	)
 	runBadInputs(t, b, tests)
 }
+
+func TestJobOptions_BadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) { o.enq.DefaultQueue = "default" })
+	b.ok(t, "PUT", "/queue/q", "", nil)
+
+	const u = `"url":"http://worker.example/run"`
+	job := func(fields string) string { return "{" + u + "," + fields + "}" }
+	jobs := func(elems ...string) string { return `{"jobs":[` + strings.Join(elems, ",") + `]}` }
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = `{"category":"c",` + u + `}`
+	}
+	tests := []badInput{
+		{name: "PriorityTooHigh", body: job(`"priority":1001`), field: "priority"},
+		{name: "PriorityTooLow", body: job(`"priority":-1001`), field: "priority"},
+		{name: "PriorityFraction", body: job(`"priority":1.5`), field: "priority"},
+		{name: "PriorityString", body: job(`"priority":"high"`), field: "priority"},
+		{name: "UniqueKeyEmpty", body: job(`"unique_key":""`), field: "unique_key"},
+		{name: "UniqueKeyNumber", body: job(`"unique_key":5`), field: "unique_key"},
+		{name: "UniqueKeyTooLong", body: job(`"unique_key":"` + strings.Repeat("é", 256) + `"`), field: "unique_key"},
+		{name: "UniqueKeyTrailingSpace", body: job(`"unique_key":"a "`), field: "unique_key"},
+		{name: "UniqueKeyControl", body: job(`"unique_key":"a\u0000b"`), field: "unique_key"},
+		{name: "BackoffUnknown", body: job(`"retry_backoff":"linear","retry_delay":1`), field: "retry_backoff"},
+		{name: "DelayMaxWithFixed", body: job(`"retry_delay":1,"retry_delay_max":10`), field: "retry_delay_max"},
+		{name: "ExponentialWithoutBase", body: job(`"retry_backoff":"exponential"`), field: "retry_delay"},
+		{name: "DelayMaxBelowBase", body: job(`"retry_backoff":"exponential","retry_delay":10,"retry_delay_max":5`), field: "retry_delay_max"},
+		{name: "DelayMaxTooLarge", body: job(`"retry_backoff":"exponential","retry_delay":10,"retry_delay_max":2592001`), field: "retry_delay_max"},
+		{name: "JitterAboveOne", body: job(`"retry_jitter":1.5`), field: "retry_jitter"},
+		{name: "JitterNegative", body: job(`"retry_jitter":-0.1`), field: "retry_jitter"},
+		{name: "JitterString", body: job(`"retry_jitter":"0.1"`), field: "retry_jitter"},
+
+		{name: "JobsMissing", path: "/jobs", body: `{}`, field: "jobs"},
+		{name: "JobsEmpty", path: "/jobs", body: jobs(), field: "jobs"},
+		{name: "JobsTooMany", path: "/jobs", body: jobs(many...), field: "jobs"},
+		{name: "JobsNotArray", path: "/jobs", body: `{"jobs":{}}`, field: "jobs"},
+		{name: "JobsElementNoURL", path: "/jobs", body: jobs(`{"category":"c",`+u+`}`, `{"category":"c"}`), field: "jobs[1].url"},
+		{name: "JobsElementNoCategory", path: "/jobs", body: jobs(`{` + u + `}`), field: "jobs[0].category"},
+		{name: "JobsElementBadCategory", path: "/jobs", body: jobs(`{"category":"a b",` + u + `}`), field: "jobs[0].category"},
+		{name: "JobsElementUnknownField", path: "/jobs", body: jobs(`{"category":"c",` + u + `,"colour":1}`), field: "jobs[0].colour"},
+		{name: "JobsElementWrongType", path: "/jobs", body: jobs(`{"category":"c",` + u + `,"max_retries":"3"}`), field: "jobs[0].max_retries"},
+		{name: "JobsElementNotObject", path: "/jobs", body: jobs(`5`), field: "jobs[0]"},
+		{name: "JobsElementNull", path: "/jobs", body: jobs(`null`), field: "jobs[0]"},
+		{name: "JobsElementBadPriority", path: "/jobs", body: jobs(`{"category":"c",`+u+`}`, `{"category":"c",`+u+`}`, `{"category":"c",`+u+`,"priority":5000}`), field: "jobs[2].priority"},
+		{name: "JobsUnknownField", path: "/jobs", body: `{"jobs":[],"x":1}`, field: "x"},
+
+		{name: "PauseUnknownField", path: "/queue/q/pause", body: `{"now":true}`, field: "now"},
+		{name: "PauseBadName", path: "/queue/a%20b/pause", field: "name"},
+		{name: "ResumeBadName", path: "/queue/a%20b/resume", field: "name"},
+		{name: "RetryBadID", path: "/queue/q/failed/abc/retry", field: "id"},
+		{name: "RetryZeroID", path: "/queue/q/failed/0/retry", field: "id"},
+		{name: "RetryBadQueue", path: "/queue/a%20b/failed/1/retry", field: "name"},
+		{name: "BulkRetryNegativeID", path: "/queue/q/failed/retry", body: `{"ids":[1,-2]}`, field: "ids[1]"},
+		{name: "BulkRetryIDsNotArray", path: "/queue/q/failed/retry", body: `{"ids":5}`, field: "ids"},
+		{name: "BulkRetryUnknownField", path: "/queue/q/failed/retry", body: `{"id":[1]}`, field: "id"},
+		{name: "BulkRetryTooManyIDs", path: "/queue/q/failed/retry", body: `{"ids":[` + strings.Repeat("1,", 10000) + `1]}`, field: "ids"},
+		{name: "BulkDeleteBadID", method: "DELETE", path: "/queue/q/failed", body: `{"ids":[0]}`, field: "ids[0]"},
+		{name: "BulkDeleteFraction", method: "DELETE", path: "/queue/q/failed", body: `{"ids":[1.5]}`, field: "ids"},
+		{name: "PutQueuePausedString", method: "PUT", path: "/queue/q", body: `{"paused":"yes"}`, field: "paused"},
+	}
+	for i := range tests {
+		if tests[i].method == "" {
+			tests[i].method = "POST"
+		}
+		if tests[i].path == "" {
+			tests[i].path = "/job/cat"
+		}
+		tests[i].status = http.StatusBadRequest
+	}
+	tests = append(tests,
+		badInput{name: "JobsElementUnrouted", method: "POST", path: "/jobs", body: `{"jobs":[{"category":"c",` + u + `}]}`, status: http.StatusNotFound, field: "jobs[0].category"},
+		badInput{name: "PauseMissingQueue", method: "POST", path: "/queue/none/pause", status: http.StatusNotFound, field: "none"},
+		badInput{name: "ResumeMissingQueue", method: "POST", path: "/queue/none/resume", status: http.StatusNotFound, field: "none"},
+		badInput{name: "RetryMissingEntry", method: "POST", path: "/queue/q/failed/99/retry", status: http.StatusNotFound, field: "id"},
+	)
+	// Routed to nowhere: a server without a default queue.
+	nb := setup(t, dbtest.Open(t, "sqlite"), nil)
+	runBadInputs(t, nb, tests[len(tests)-4:len(tests)-3])
+	runBadInputs(t, b, append(tests[:len(tests)-4:len(tests)-4], tests[len(tests)-3:]...))
+
+	// The limits themselves are accepted.
+	t.Run("Limits", func(t *testing.T) {
+		t.Parallel()
+		b.ok(t, "POST", "/job/cat", job(`"priority":1000,"unique_key":"`+strings.Repeat("é", 255)+
+			`","retry_backoff":"exponential","retry_delay":2592000,"retry_delay_max":2592000,"retry_jitter":1`), nil)
+		b.ok(t, "POST", "/job/cat", job(`"priority":-1000,"retry_jitter":0`), nil)
+		b.ok(t, "POST", "/jobs", jobs(many[:1000]...), nil)
+	})
+}

@@ -46,14 +46,6 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("lock %q is held by %s", e.Name, strings.Join(owners, ", "))
 }
 
-// Listener is implemented by stores that announce releases made on any
-// node (PostgreSQL: LISTEN/NOTIFY). LockListen calls ready once it
-// listens, then fn with each released lock's name, until ctx ends or the
-// connection fails.
-type Listener interface {
-	LockListen(ctx context.Context, ready func(), fn func(name string)) error
-}
-
 // DefaultPollInterval is how often a waiter tries again when nothing woke
 // it; each wait is drawn between half of it and all of it.
 const DefaultPollInterval = 100 * time.Millisecond
@@ -105,15 +97,11 @@ func New(cfg Config) *Service {
 		closing: make(chan struct{})}
 }
 
-// Start listens for releases on other nodes, if the store announces them,
-// until Stop. It returns once it listens (or its first try failed, or ctx
-// ended), so that waiters it serves next hear every release. Without a
-// listener, waiters rely on polling.
+// Start listens for releases on other nodes, if the store announces them
+// (LockListen), until Stop. It returns once it listens (or its first try
+// failed, or ctx ended), so that waiters it serves next hear every
+// release. Where the store cannot announce releases, waiters poll.
 func (s *Service) Start(ctx context.Context) error {
-	l, ok := s.store.(Listener)
-	if !ok {
-		return nil
-	}
 	started, once := make(chan struct{}), sync.Once{}
 	ready := func() { once.Do(func() { close(started) }) }
 	defer func() {
@@ -131,9 +119,9 @@ func (s *Service) Start(ctx context.Context) error {
 	go func() {
 		defer close(s.done)
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-			err := l.LockListen(ctx, ready, s.wake)
+			err := s.store.LockListen(ctx, ready, s.wake)
 			ready()
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, errors.ErrUnsupported) {
 				return
 			}
 			s.log.Warn("listening for lock releases failed; waiters poll meanwhile", "err", err, "retry_in", backoff)

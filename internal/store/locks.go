@@ -30,6 +30,11 @@ type LockStore interface {
 	// LockList returns the live holders of up to p.Limit names greater than
 	// p.After, by name then token.
 	LockList(ctx context.Context, p *LockListParams) ([]*LockLease, error)
+	// LockListen calls ready once it listens, then fn with the name of
+	// every lock released on any node, until ctx ends or the connection
+	// fails. A dialect that cannot announce releases (MySQL, SQLite: the
+	// waiters poll) returns errors.ErrUnsupported at once.
+	LockListen(ctx context.Context, ready func(), fn func(name string)) error
 }
 
 // LockLease is one holder of a lock.

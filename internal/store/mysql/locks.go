@@ -170,3 +170,9 @@ func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store
 	}
 	return ls, nil
 }
+
+// LockListen returns errors.ErrUnsupported: MySQL cannot announce releases,
+// so lock waiters poll.
+func (s *Store) LockListen(context.Context, func(), func(string)) error {
+	return errors.ErrUnsupported
+}

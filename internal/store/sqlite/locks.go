@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
@@ -139,4 +140,10 @@ func (s *Store) LockList(ctx context.Context, p *store.LockListParams) ([]*store
 		return nil, fmt.Errorf("list locks after %q: %w", p.After, mapErr(err))
 	}
 	return ls, nil
+}
+
+// LockListen returns errors.ErrUnsupported: SQLite cannot announce releases,
+// so lock waiters poll.
+func (s *Store) LockListen(context.Context, func(), func(string)) error {
+	return errors.ErrUnsupported
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,6 +20,39 @@ var lockTests = []conformanceTest{
 	{"Lock_Semaphore", testLockSemaphore},
 	{"Lock_ConcurrentAcquireOneHolder", testLockConcurrent},
 	{"Lock_GetAndListPages", testLockList},
+	{"Lock_ListenHearsReleasesOrIsUnsupported", testLockListen},
+}
+
+// testLockListen: LockListen either says at once that the dialect cannot
+// announce releases (errors.ErrUnsupported), or calls ready and then hears
+// a release made through the store.
+func testLockListen(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ready, heard, ended := make(chan struct{}), make(chan string, 16), make(chan error, 1)
+	go func() { ended <- s.LockListen(ctx, func() { close(ready) }, func(name string) { heard <- name }) }()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("LockListen ended before it listened: %v, want errors.ErrUnsupported or to listen", err)
+		}
+		return
+	case <-ready:
+	}
+	l := mustHold(t, acquire(t, s, "heard", "o", time.Minute, 1), "o")
+	if _, err := s.LockRelease(ctx, &store.LockReleaseParams{Name: l.Name, Owner: l.Owner, Token: l.Token}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-heard:
+		if name != "heard" {
+			t.Errorf("heard the release of %q, want \"heard\"", name)
+		}
+	case <-ctx.Done():
+		t.Fatal("the release was not heard")
+	}
+	cancel()
+	<-ended
 }
 
 func acquire(t *testing.T, s store.Store, name, owner string, ttl time.Duration, limit int) *store.LockAcquireResult {
