@@ -204,12 +204,9 @@ func (s *Server) Start(ctx context.Context) error {
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
-	for _, svc := range []service{st, disp, sched, enq, s.http, locks} {
-		if err := svc.Start(ctx); err != nil {
-			ln.Close()
-			return errors.Join(fmt.Errorf("start %T: %w", svc, err), s.stopStarted(context.Background()))
-		}
-		s.started = append(s.started, svc)
+	if err := s.startAll(ctx, st, disp, sched, enq, s.http, locks); err != nil {
+		ln.Close() // if the HTTP server did not start, nothing else closes it
+		return err
 	}
 	s.log.Info("rowq serving", "addr", ln.Addr().String(), "database", backend.Redact(cfg.DatabaseURL), "version", Version)
 	return nil
@@ -263,6 +260,20 @@ func (s *Server) stop(hard <-chan struct{}) error {
 	err = errors.Join(err, s.store.Close())
 	s.log.Info("rowq stopped")
 	return err
+}
+
+// startAll starts the services in order. If one fails, it stops those it
+// started, in reverse, within the shutdown timeout, and returns the error.
+func (s *Server) startAll(ctx context.Context, svcs ...service) error {
+	for _, svc := range svcs {
+		if err := svc.Start(ctx); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+			defer cancel()
+			return errors.Join(fmt.Errorf("start %T: %w", svc, err), s.stopStarted(stopCtx))
+		}
+		s.started = append(s.started, svc)
+	}
+	return nil
 }
 
 // stopStarted stops the services Start started, in reverse order.
