@@ -32,6 +32,7 @@ var commands = []command{
 	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
+	{"chaos", "[flags]", "kill, stop and starve nodes under load; count lost and doubled jobs (rowq chaos -h)", chaosCmd},
 	{"queue", "VERB", "queues on a server: ls get put rm pause resume node stats", queueCmd},
 	{"routing", "VERB", "routings on a server: ls get put rm", routingCmd},
 	{"job", "VERB", "jobs on a server: push push-batch ls get rm", jobCmd},
