@@ -1,0 +1,56 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/rowq/rowq/internal/chaos"
+	"github.com/rowq/rowq/internal/store/dbtest"
+)
+
+// TestChaos_OneKillLosesNoJob runs the chaos suite itself for a few
+// seconds: two nodes, a light load, one SIGKILL of the leader. It checks
+// the report's correctness (nothing lost, the kill and its failover
+// measured, the lock and schedule checks clean), not its timings.
+func TestChaos_OneKillLosesNoJob(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(rowqBin, "chaos", "--database-url", dbtest.URL(t, dialect), "--dir", t.TempDir(),
+				"--nodes", "2", "--rate", "100", "--duration", "8s", "--faults", "kill", "--every", "5s",
+				"--node-ttl", "2s", "--grab-lease", "3s", "--refresh-interval", "200ms", "--rescue-interval", "500ms",
+				"--settle", "1s", "--node-log-level", "warn")
+			cmd.Env = baseEnv()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("rowq chaos: %v\nstdout: %s\nstderr:\n%s", err, out, stderr.String())
+			}
+			if n := strings.Count(strings.TrimSpace(string(out)), "\n"); n != 0 {
+				t.Fatalf("rowq chaos printed %d lines, want one:\n%s", n+1, out)
+			}
+			var res chaos.Result
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("decode %s: %v", out, err)
+			}
+			t.Logf("%s", out)
+			if res.Accepted == 0 || res.Lost != 0 || res.Delivered != res.Accepted || !res.Drained {
+				t.Errorf("accepted %d, delivered %d, lost %d, drained %v; want every accepted job delivered",
+					res.Accepted, res.Delivered, res.Lost, res.Drained)
+			}
+			if res.Kills != 1 || res.FailoverMS == nil || res.FailoverMS.N != 1 {
+				t.Errorf("kills %d, failover %+v; want one kill and its failover measured", res.Kills, res.FailoverMS)
+			}
+			if res.Lock == nil || res.Lock.Acquisitions == 0 || res.Lock.DoubleHolds != 0 {
+				t.Errorf("lock check %+v; want acquisitions and no double hold", res.Lock)
+			}
+			if res.Schedule == nil || res.Schedule.Runs == 0 || res.Schedule.Lost != 0 || res.Schedule.Doubled != 0 {
+				t.Errorf("schedule check %+v; want runs, none lost or doubled", res.Schedule)
+			}
+		})
+	}
+}

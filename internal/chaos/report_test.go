@@ -1,0 +1,100 @@
+package chaos
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestAnalyze_CountsAndFailover(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ok := func(by string, from, to int) delivery {
+		return delivery{at: at(from), end: at(to), by: by, outcome: success}
+	}
+	jobs := [][]delivery{
+		0: {ok("a", 10, 20)},
+		1: {{at: at(90), end: at(150), by: "a", outcome: cut}, ok("b", 3100, 3110)}, // open at the kill, delivered again
+		2: {{at: at(40), end: at(50), by: "a", outcome: fault}, ok("a", 60, 70)},    // a retry after a worker fault
+		3: {ok("a", 80, 90), ok("b", 5000, 5010)},                                   // done before the kill, still delivered again
+		4: {},                                                                       // accepted, never delivered
+		5: {ok("b", 4000, 4010)},                                                    // held (grabbed) at the kill
+		6: {ok("b", 2000, 2010)},                                                    // enqueue failed, still delivered
+	}
+	accepted := []bool{true, true, true, true, true, true, false}
+	kills := []*killRecord{{node: "a", at: at(100), held: []int{5, 3}}}
+	var res Result
+	analyze(&res, jobs, accepted, kills, nil, nil)
+
+	if got, want := res.Accepted, 6; got != want {
+		t.Errorf("accepted = %d, want %d", got, want)
+	}
+	if got, want := res.Delivered, 5; got != want {
+		t.Errorf("delivered = %d, want %d", got, want)
+	}
+	if got, want := res.Lost, 1; got != want || !slices.Equal(res.LostSeqs, []int{4}) {
+		t.Errorf("lost = %d %v, want %d [4]", got, res.LostSeqs, want)
+	}
+	if got, want := res.Duplicates, 2; got != want {
+		t.Errorf("duplicates = %d, want %d", got, want)
+	}
+	if got, want := res.Retries, 1; got != want {
+		t.Errorf("retries = %d, want %d", got, want)
+	}
+	if got, want := res.DeliveredUnaccepted, 1; got != want {
+		t.Errorf("delivered_unaccepted = %d, want %d", got, want)
+	}
+	if res.InFlightAtKills == nil || *res.InFlightAtKills != 1 {
+		t.Errorf("in_flight_at_kills = %v, want 1", res.InFlightAtKills)
+	}
+	// The first delivery by another node after the kill: job 6 at 2000 ms.
+	if res.FailoverMS == nil || res.FailoverMS.N != 1 || res.FailoverMS.Max != 1900 {
+		t.Errorf("failover_ms = %+v, want one of 1900", res.FailoverMS)
+	}
+	// Held: 1 (open) and 5 (grabbed); 3 was done before the kill.
+	if res.RedeliveryMS == nil || res.RedeliveryMS.Max != 3900 {
+		t.Errorf("redelivery_ms = %+v, want max 3900", res.RedeliveryMS)
+	}
+	if res.NotRedelivered == nil || *res.NotRedelivered != 0 {
+		t.Errorf("not_redelivered = %v, want 0", res.NotRedelivered)
+	}
+}
+
+func TestAnalyze_NamesWhatWasNotMeasured(t *testing.T) {
+	t.Parallel()
+	var res Result
+	analyze(&res, [][]delivery{{{at: time.Now(), end: time.Now(), by: "a", outcome: success}}}, []bool{true}, nil, nil, nil)
+	if res.FailoverMS != nil || res.InFlightAtKills != nil {
+		t.Errorf("failover measured without a kill: %+v", res)
+	}
+	if len(res.NotMeasured) != 3 {
+		t.Errorf("not_measured = %q, want kills, stops and restarts named", res.NotMeasured)
+	}
+}
+
+func TestLockCheck_DoubleHold(t *testing.T) {
+	t.Parallel()
+	lc := &lockCheck{}
+	now := time.Now()
+	if !lc.enter(1, now.Add(time.Second)) {
+		t.Fatal("token 1 refused")
+	}
+	// Token 2 enters while token 1's lease is valid and not released.
+	if !lc.enter(2, now.Add(time.Second)) {
+		t.Fatal("token 2 refused")
+	}
+	lc.write(1, now.Add(time.Second)) // the older holder writes on
+	lc.leave(2)
+	if lc.enter(1, now.Add(time.Second)) {
+		t.Error("stale token 1 entered after token 2")
+	}
+	// Token 3 enters after token 2 left: no double hold.
+	lc.enter(3, now.Add(time.Second))
+	if got, want := lc.res.DoubleHolds, 1; got != want {
+		t.Errorf("double holds = %d, want %d", got, want)
+	}
+	if got, want := lc.res.StaleRejected, 2; got != want {
+		t.Errorf("stale rejected = %d, want %d", got, want)
+	}
+}
