@@ -172,8 +172,11 @@ type Result struct {
 	Delivered     int            `json:"delivered"` // accepted jobs answered success at least once
 	Lost          int            `json:"lost"`      // accepted jobs never answered success
 	LostSeqs      []int          `json:"lost_seqs,omitempty"`
-	// Duplicates are deliveries beyond a job's first, but for Retries.
-	Duplicates int `json:"duplicates"`
+	// Duplicates are deliveries beyond a job's first, but for Retries;
+	// DuplicatesAfterSuccess those of them that follow a delivery the
+	// worker answered success (its acknowledgement was not committed).
+	Duplicates             int `json:"duplicates"`
+	DuplicatesAfterSuccess int `json:"duplicates_after_success"`
 	// Retries are deliveries that follow an injected worker failure.
 	Retries int `json:"retries"`
 	// DeliveredUnaccepted are jobs whose enqueue failed but which were

@@ -63,6 +63,9 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 				res.Retries++
 			} else {
 				res.Duplicates++
+				if ds[i-1].outcome == success {
+					res.DuplicatesAfterSuccess++
+				}
 			}
 		}
 	}

@@ -39,6 +39,9 @@ func TestAnalyze_CountsAndFailover(t *testing.T) {
 	if got, want := res.Duplicates, 2; got != want {
 		t.Errorf("duplicates = %d, want %d", got, want)
 	}
+	if got, want := res.DuplicatesAfterSuccess, 1; got != want {
+		t.Errorf("duplicates after success = %d, want %d", got, want)
+	}
 	if got, want := res.Retries, 1; got != want {
 		t.Errorf("retries = %d, want %d", got, want)
 	}
