@@ -72,11 +72,18 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 	res.Kills, res.Stops, res.DBRestarts = len(kills), len(stops), len(restarts)
 
 	// nextBy is the first delivery after t by a node other than not ("":
-	// any node); ok is false when there is none.
+	// any node) and the nodes stopped at t, whose late deliveries after
+	// their SIGCONT are no takeover; ok is false when there is none.
 	nextBy := func(seqs []int, not string, t time.Time) (first time.Time, ok bool) {
+		skip := map[string]bool{not: not != ""}
+		for _, s := range stops {
+			if !s.at.After(t) && (s.cont.IsZero() || s.cont.After(t)) {
+				skip[s.node] = true
+			}
+		}
 		visit := func(ds []delivery) {
 			for _, d := range ds {
-				if d.by != not && d.at.After(t) && (!ok || d.at.Before(first)) {
+				if !skip[d.by] && d.at.After(t) && (!ok || d.at.Before(first)) {
 					first, ok = d.at, true
 				}
 			}

@@ -21,16 +21,18 @@ func TestAnalyze_CountsAndFailover(t *testing.T) {
 		4: {},                                                                       // accepted, never delivered
 		5: {ok("b", 4000, 4010)},                                                    // held (grabbed) at the kill
 		6: {ok("b", 2000, 2010)},                                                    // enqueue failed, still delivered
+		7: {ok("c", 1000, 1010)},                                                    // by c, stopped at the kill
 	}
-	accepted := []bool{true, true, true, true, true, true, false}
+	accepted := []bool{true, true, true, true, true, true, false, true}
 	kills := []*killRecord{{node: "a", at: at(100), held: []int{5, 3}}}
+	stops := []*stopRecord{{node: "c", at: at(50), cont: at(900)}}
 	var res Result
-	analyze(&res, jobs, accepted, kills, nil, nil)
+	analyze(&res, jobs, accepted, kills, stops, nil)
 
-	if got, want := res.Accepted, 6; got != want {
+	if got, want := res.Accepted, 7; got != want {
 		t.Errorf("accepted = %d, want %d", got, want)
 	}
-	if got, want := res.Delivered, 5; got != want {
+	if got, want := res.Delivered, 6; got != want {
 		t.Errorf("delivered = %d, want %d", got, want)
 	}
 	if got, want := res.Lost, 1; got != want || !slices.Equal(res.LostSeqs, []int{4}) {
@@ -51,7 +53,8 @@ func TestAnalyze_CountsAndFailover(t *testing.T) {
 	if res.InFlightAtKills == nil || *res.InFlightAtKills != 1 {
 		t.Errorf("in_flight_at_kills = %v, want 1", res.InFlightAtKills)
 	}
-	// The first delivery by another node after the kill: job 6 at 2000 ms.
+	// The first delivery by another node after the kill: job 6 at 2000
+	// ms; c's at 1000 ms, after its SIGCONT, is no takeover.
 	if res.FailoverMS == nil || res.FailoverMS.N != 1 || res.FailoverMS.Max != 1900 {
 		t.Errorf("failover_ms = %+v, want one of 1900", res.FailoverMS)
 	}
