@@ -39,3 +39,6 @@ func (s *Store) WithoutReturning() {
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
 const DueSQL = dueSQL
+
+// JobsExpiredSQL is the look for expired grabs, for the EXPLAIN test.
+var JobsExpiredSQL = jobsExpiredSQL

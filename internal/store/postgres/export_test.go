@@ -20,3 +20,9 @@ var (
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
 const DueSQL = dueSQL
+
+// SQL of the rescue and the look for expired grabs, for the EXPLAIN test.
+const (
+	RescueSQL      = rescueSQL
+	JobsExpiredSQL = jobsExpiredSQL
+)
