@@ -329,6 +329,11 @@ func TestServer_RedeliversJobOfVanishedNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A node grabs the job and dies: nobody extends or acknowledges it.
+		// It is registered, without a session, so its grab waits for its
+		// lease (a grab of an unregistered node would be rescued at once).
+		if err := st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "crashed-node", Host: "gone:1", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
 		got, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "crashed-node", Limit: 1, Lease: 1500 * time.Millisecond})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("grab = %v, %v", got, err)

@@ -53,8 +53,12 @@ type JobStore interface {
 	// fail_count + 1 and the result, in one transaction; ErrNotFound if the
 	// job is not grabbed by p.Node.
 	JobFail(ctx context.Context, p *JobFailParams) (*FailedJob, error)
-	// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed
-	// back to waiting, and returns how many.
+	// JobsRescue puts grabbed jobs of queue that have expired back to
+	// waiting, and returns how many. A grab has expired when its
+	// grabbed_until has passed or its node has no registration at all (it
+	// was reaped or deleted: see NodeStore.NodesReap), so a dead node's
+	// grabs come back at once when its death was noticed through its
+	// session.
 	JobsRescue(ctx context.Context, queue string) (int64, error)
 	// JobGet returns one job of the queue, or ErrNotFound.
 	JobGet(ctx context.Context, queue string, id int64) (*Job, error)
@@ -64,9 +68,9 @@ type JobStore interface {
 	// of queues, not with their jobs, so that a node's idle queues cost one
 	// query per polling interval, not one each.
 	JobsDue(ctx context.Context, queues []string) ([]string, error)
-	// JobsExpired returns those of queues that hold a grab whose
-	// grabbed_until has passed (as JobsRescue sees it), in any order: the
-	// queues whose rescue has something to do.
+	// JobsExpired returns those of queues that hold an expired grab (as
+	// JobsRescue sees it: grabbed_until passed, or its node unregistered),
+	// in any order: the queues whose rescue has something to do.
 	JobsExpired(ctx context.Context, queues []string) ([]string, error)
 }
 

@@ -6,13 +6,47 @@ import (
 )
 
 // NodeStore registers rowq processes, so that peers can nudge them and
-// operators see them.
+// operators see them, and ties a node's liveness to a database session, so
+// that its death is noticed at once rather than when its registration
+// expires.
 type NodeStore interface {
 	// NodeHeartbeat registers the node or extends its registration to
 	// now + TTL.
 	NodeHeartbeat(ctx context.Context, p *NodeHeartbeatParams) error
 	// NodeDelete removes the node's registration (clean shutdown).
 	NodeDelete(ctx context.Context, id string) error
+
+	// NodeSessionOpen ties node id's liveness to a database session: it
+	// takes a lock named for the node on a connection of its own
+	// (MySQL/MariaDB: GET_LOCK; PostgreSQL: a session-level advisory lock;
+	// SQLite: an exclusive flock on a small file beside the database file),
+	// which the database (or, for SQLite, the kernel) frees the moment the
+	// process dies or that connection drops. ErrConflict if another
+	// session holds the lock; errors.ErrUnsupported where the dialect
+	// cannot hold one (SQLite off unix, or in memory), and the node then
+	// runs on its TTL alone. Open the session before the heartbeat that
+	// sets NodeHeartbeatParams.Session, or NodesReap may reap the node in
+	// between.
+	NodeSessionOpen(ctx context.Context, id string) (NodeSession, error)
+	// NodesReap deletes the registrations of nodes registered with Session
+	// set whose session lock is free now (their process died or lost its
+	// connection), and returns their ids. A node that holds its lock, or
+	// registered without a session, is never reaped. The reaped nodes'
+	// queues are then claimable and their grabs expired (JobsRescue).
+	NodesReap(ctx context.Context) ([]string, error)
+}
+
+// NodeSession is a node's hold on its session lock (NodeStore.NodeSessionOpen).
+// It is safe for concurrent use.
+type NodeSession interface {
+	// Check reports whether the session still holds its lock; an error
+	// means it may not, and the caller closes it and opens a new one (its
+	// registration may have been reaped meanwhile: it assumes it lost its
+	// queues and grabs). A Check that ctx cuts short may drop the
+	// connection, and with it the lock.
+	Check(ctx context.Context) error
+	// Close releases the lock and the connection (or file). Idempotent.
+	Close() error
 }
 
 // Node is a registered rowq process.
@@ -28,4 +62,8 @@ type NodeHeartbeatParams struct {
 	ID   string
 	Host string // address peers and operators can reach it at
 	TTL  time.Duration
+	// Session says that the node holds a live NodeSession, so that
+	// NodesReap may delete its registration once the session's lock is
+	// free. Each heartbeat stores it anew.
+	Session bool
 }

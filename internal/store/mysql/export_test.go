@@ -1,6 +1,10 @@
 package mysql
 
-import "database/sql"
+import (
+	"database/sql"
+
+	"github.com/rowq/rowq/internal/store"
+)
 
 // GrabSQL is the grab SELECT, for the EXPLAIN test.
 const GrabSQL = grabSQL
@@ -39,3 +43,10 @@ func (s *Store) WithoutReturning() {
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
 const DueSQL = dueSQL
+
+// JobsExpiredSQL is the look for expired grabs, for the EXPLAIN test.
+var JobsExpiredSQL = jobsExpiredSQL
+
+// SessionConnID returns the connection id (CONNECTION_ID()) that holds a
+// node session's lock.
+func SessionConnID(s store.NodeSession) int64 { return s.(*nodeSession).connID }

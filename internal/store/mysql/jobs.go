@@ -309,8 +309,15 @@ const (
 		SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND
 		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?`
 	rescueSQL = `/* rowq:jobs.rescue */ UPDATE jobs FORCE INDEX (jobs_fetch) SET state = 'waiting', grabbed_by = ''
-		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_until < NOW(6)`
+		WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired
 )
+
+// grabExpired is the condition on a grabbed row of jobs that its grab has
+// expired: its lease has passed, or its node has no registration (reaped
+// or deleted). The node is looked up by primary key for each of the
+// queue's grabs, which are few (its deliveries in flight); inside an OR the
+// subquery is not turned into a join.
+const grabExpired = `(jobs.grabbed_until < NOW(6) OR NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.id = jobs.grabbed_by))`
 
 // grabUpdateSQL marks n jobs, selected by grabSQL, as grabbed. Arguments:
 // node, until, ids.
@@ -407,8 +414,8 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	return f, nil
 }
 
-// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed back
-// to waiting, and returns how many.
+// JobsRescue puts grabbed jobs of queue whose grab has expired
+// (grabExpired) back to waiting, and returns how many.
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 	var n int64
 	err := retry(ctx, func() (err error) {
@@ -622,14 +629,14 @@ func jobsDueSQL(n int) string {
 			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
 }
 
-// jobsExpiredSQL names the queues, of n given, that hold an expired grab;
-// a queue's grabs, its deliveries in flight, are few: its range of
-// jobs_fetch (queue_name, state, …).
+// jobsExpiredSQL names the queues, of n given, that hold an expired grab
+// (grabExpired); a queue's grabs, its deliveries in flight, are few: its
+// range of jobs_fetch (queue_name, state, …).
 func jobsExpiredSQL(n int) string {
 	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
 		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
-			SELECT 1 FROM jobs j FORCE INDEX (jobs_fetch)
-			WHERE j.queue_name = q.name AND j.state = 'grabbed' AND j.grabbed_until < NOW(6))`
+			SELECT 1 FROM jobs FORCE INDEX (jobs_fetch)
+			WHERE jobs.queue_name = q.name AND jobs.state = 'grabbed' AND ` + grabExpired + `)`
 }
 
 // JobsDue returns those of queues that hold a waiting job due now.

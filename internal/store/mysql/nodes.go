@@ -2,9 +2,14 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // NodeHeartbeat registers the node or extends its registration to
@@ -13,10 +18,10 @@ func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams)
 	ttl := p.TTL.Microseconds()
 	err := retry(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `/* rowq:nodes.heartbeat */
-			INSERT INTO nodes (id, host, started_at, expires_at)
-			VALUES (?, ?, NOW(6), NOW(6) + INTERVAL ? MICROSECOND)
-			ON DUPLICATE KEY UPDATE host = ?, expires_at = NOW(6) + INTERVAL ? MICROSECOND`,
-			p.ID, p.Host, ttl, p.Host, ttl)
+			INSERT INTO nodes (id, host, started_at, expires_at, has_session)
+			VALUES (?, ?, NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?)
+			ON DUPLICATE KEY UPDATE host = ?, expires_at = NOW(6) + INTERVAL ? MICROSECOND, has_session = ?`,
+			p.ID, p.Host, ttl, p.Session, p.Host, ttl, p.Session)
 		return err
 	})
 	if err != nil {
@@ -32,4 +37,121 @@ func (s *Store) NodeDelete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete node %q: %w", id, mapErr(err))
 	}
 	return nil
+}
+
+// nodeLock is the SQL of the name of a node's session lock, computed by the
+// server from idExpr, the node id ("?" or a column). Named locks are global
+// to the server and at most 64 characters long, so the name hashes the
+// database's name with the id: 10 + 40 characters.
+func nodeLock(idExpr string) string {
+	return "CONCAT('rowq_node:', LEFT(SHA1(CONCAT(DATABASE(), ':', " + idExpr + ")), 40))"
+}
+
+// NodeSessionOpen takes the node's named lock (GET_LOCK, without waiting) on
+// a connection held out of the pool for the session's life; the server frees
+// the lock when that connection ends, however it ends. The pool's
+// ConnMaxLifetime closes a connection only when it goes back to the pool, so
+// it does not end a session early.
+func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSession, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
+	}
+	var got sql.NullInt64
+	var connID int64
+	err = conn.QueryRowContext(ctx, `/* rowq:nodes.session_open */ SELECT GET_LOCK(`+nodeLock("?")+`, 0), CONNECTION_ID()`, id).Scan(&got, &connID)
+	switch {
+	case err != nil:
+		discard(conn)
+		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
+	case !got.Valid || got.Int64 != 1:
+		conn.Close() // it holds nothing: back to the pool
+		return nil, fmt.Errorf("open session of node %q: %w: another connection holds its lock", id, store.ErrConflict)
+	}
+	return &nodeSession{id: id, conn: conn, connID: connID}, nil
+}
+
+// nodeSession holds a node's named lock on conn, connection connID.
+type nodeSession struct {
+	id     string
+	connID int64
+	mu     sync.Mutex
+	conn   *sql.Conn // nil once closed
+}
+
+// Check asks, on the session's own connection, whether that connection
+// still holds the lock.
+func (n *nodeSession) Check(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conn == nil {
+		return fmt.Errorf("check session of node %q: closed", n.id)
+	}
+	var held sql.NullBool
+	err := n.conn.QueryRowContext(ctx, `/* rowq:nodes.session_check */ SELECT IS_USED_LOCK(`+nodeLock("?")+`) = CONNECTION_ID()`, n.id).Scan(&held)
+	if err != nil {
+		return fmt.Errorf("check session of node %q: %w", n.id, mapErr(err))
+	}
+	if !held.Bool {
+		return fmt.Errorf("check session of node %q: its connection no longer holds the lock", n.id)
+	}
+	return nil
+}
+
+// Close releases the lock and returns the connection to the pool; if the
+// release fails, it closes the connection, which frees the lock too.
+func (n *nodeSession) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conn == nil {
+		return nil
+	}
+	conn := n.conn
+	n.conn = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var released sql.NullInt64
+	err := conn.QueryRowContext(ctx, `/* rowq:nodes.session_close */ SELECT RELEASE_LOCK(`+nodeLock("?")+`)`, n.id).Scan(&released)
+	if err != nil || released.Int64 != 1 {
+		discard(conn)
+		return nil // the lock is gone with the connection
+	}
+	return conn.Close()
+}
+
+// discard closes conn's connection instead of returning it to the pool.
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}
+
+// NodesReap deletes the rows of nodes registered with a session whose lock
+// no connection holds. Each delete checks the lock again, so a node that
+// took its lock back after the look is kept.
+func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
+	var dead []string
+	err := retry(ctx, func() (err error) {
+		dead, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, `/* rowq:nodes.reap_find */
+			SELECT id FROM nodes WHERE has_session AND IS_USED_LOCK(`+nodeLock("id")+`) IS NULL`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reap nodes: %w", mapErr(err))
+	}
+	reaped := dead[:0]
+	for _, id := range dead {
+		var n int64
+		err := retry(ctx, func() (err error) {
+			n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:nodes.reap */
+				DELETE FROM nodes WHERE id = ? AND has_session AND IS_USED_LOCK(`+nodeLock("?")+`) IS NULL`, id, id))
+			return err
+		})
+		if err != nil {
+			return reaped, fmt.Errorf("reap node %q: %w", id, mapErr(err))
+		}
+		if n == 1 {
+			reaped = append(reaped, id)
+		}
+	}
+	return reaped, nil
 }

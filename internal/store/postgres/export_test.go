@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/jackc/pgx/v5/pgxpool"
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rowq/rowq/internal/store"
+)
 
 // SQL the tests inspect.
 const (
@@ -20,3 +24,13 @@ var (
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
 const DueSQL = dueSQL
+
+// SQL of the rescue and the look for expired grabs, for the EXPLAIN test.
+const (
+	RescueSQL      = rescueSQL
+	JobsExpiredSQL = jobsExpiredSQL
+)
+
+// SessionPID returns the backend pid of the connection that holds a node
+// session's lock.
+func SessionPID(s store.NodeSession) uint32 { return s.(*nodeSession).conn.PgConn().PID() }

@@ -233,18 +233,28 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	return f, nil
 }
 
-// JobsRescue puts grabbed jobs of queue whose grabbed_until has passed back
-// to waiting, and returns how many. Their next_try is kept, so they come
-// first in the next grab.
+// JobsRescue puts grabbed jobs of queue whose grab has expired
+// (grabExpired) back to waiting, and returns how many. Their next_try is
+// kept, so they come first in the next grab.
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
-	n, err := s.exec(ctx, `/* rowq:jobs.rescue */
-		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_until <= now()`, queue)
+	n, err := s.exec(ctx, rescueSQL, queue)
 	if err != nil {
 		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, mapErr(err))
 	}
 	return n, nil
 }
+
+// rescueSQL puts the queue $1's expired grabs back to waiting.
+const rescueSQL = `/* rowq:jobs.rescue */
+	UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+	WHERE queue_name = $1 AND state = 'grabbed' AND ` + grabExpired
+
+// grabExpired is the condition on a grabbed row of jobs that its grab has
+// expired: its lease has passed, or its node has no registration (reaped or
+// deleted). Inside an OR the NOT EXISTS stays a subplan, one primary key
+// probe of nodes for each of the queue's grabs, which are few (its
+// deliveries in flight).
+const grabExpired = `(jobs.grabbed_until <= now() OR NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.id = jobs.grabbed_by))`
 
 // JobGet returns one job of the queue, or store.ErrNotFound.
 func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -376,10 +386,10 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
 
-// jobsExpiredSQL names the queues of $1 that hold an expired grab; a
-// queue's grabs are its deliveries in flight, few.
+// jobsExpiredSQL names the queues of $1 that hold an expired grab
+// (grabExpired); a queue's grabs are its deliveries in flight, few.
 const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[]) AS q
-	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND grabbed_until <= now())`
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND ` + grabExpired + `)`
 
 // JobsDue returns those of queues that hold a waiting job due now.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {

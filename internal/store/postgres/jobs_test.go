@@ -32,3 +32,45 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsRescue_ReadsGrabsOnly checks the plans of the rescue and the look
+// for expired grabs: a queue's grabs from an index on (queue_name, state)
+// (its deliveries in flight, few), and their nodes in a subplan: by
+// primary key, or hashed (nodes, the registered rowq processes, is read
+// once per statement).
+func TestJobsRescue_ReadsGrabsOnly(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `INSERT INTO jobs (queue_name, category, url, state, created_at, next_try, timeout, max_retries, retry_delay, grabbed_by, grabbed_until)
+		SELECT 'q' || (i % 3), 'c', 'http://w/', CASE WHEN i % 100 = 0 THEN 'grabbed' ELSE 'waiting' END, now(), now(), 0, 0, 0,
+			CASE WHEN i % 100 = 0 THEN 'n' || (i % 7) END, CASE WHEN i % 100 = 0 THEN now() + interval '1 minute' END
+		FROM generate_series(1, 20000) AS i;
+		INSERT INTO nodes (id, host, started_at, expires_at) SELECT 'n' || i, 'h', now(), now() FROM generate_series(1, 200) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE jobs; ANALYZE nodes"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		query string
+		arg   any
+	}{
+		"rescue":  {postgres.RescueSQL, "q1"},
+		"expired": {postgres.JobsExpiredSQL, []string{"q0", "q1", "q2"}},
+	} {
+		for mode, p := range plans(ctx, t, conn, c.query, c.arg) {
+			grabs := strings.Contains(p, "state = 'grabbed'::text))") && strings.Contains(p, "Index Cond: ((queue_name = ") &&
+				!strings.Contains(p, "Seq Scan on jobs")
+			nodes := strings.Contains(p, "nodes_pkey") || strings.Contains(p, "hashed SubPlan")
+			if !grabs || !nodes {
+				t.Errorf("%s, %s: the plan does not read grabs by index and their nodes by key:\n%s", name, mode, p)
+			}
+		}
+	}
+}

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -12,10 +14,10 @@ import (
 // started_at is kept.
 func (s *Store) NodeHeartbeat(ctx context.Context, p *store.NodeHeartbeatParams) error {
 	_, err := s.exec(ctx, `/* rowq:nodes.heartbeat */
-		INSERT INTO nodes (id, host, started_at, expires_at)
-		VALUES ($1, $2, now(), now() + make_interval(secs => $3))
-		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at`,
-		p.ID, p.Host, p.TTL.Seconds())
+		INSERT INTO nodes (id, host, started_at, expires_at, has_session)
+		VALUES ($1, $2, now(), now() + make_interval(secs => $3), $4)
+		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, expires_at = EXCLUDED.expires_at, has_session = EXCLUDED.has_session`,
+		p.ID, p.Host, p.TTL.Seconds(), p.Session)
 	if err != nil {
 		return fmt.Errorf("heartbeat node %q: %w", p.ID, mapErr(err))
 	}
@@ -30,6 +32,111 @@ func (s *Store) NodeDelete(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// nodeLockSpace is the first key of every node's session lock, an advisory
+// lock of the two-int4 form ("rown" in ASCII); the second is
+// hashtext('rowq_node:' || id). pg_locks shows such a lock with classid =
+// the first key, objid = the second as an oid (a negative hash wraps to
+// 2^32 + hash) and objsubid = 2, in the database's own lock space, so two
+// rowq databases on one server do not meet. Two node ids whose hashes
+// collide (odds about n²/2^33 for n nodes alive at once) share a lock: the
+// second to open gets ErrConflict and runs on its TTL alone.
+const nodeLockSpace int32 = 0x726f776e
+
+// nodeLockArgs is the SQL of a node's lock keys, from $1 (nodeLockSpace)
+// and $2 (the node id).
+const nodeLockArgs = `$1::int4, hashtext('rowq_node:' || $2::text)`
+
+// NodeSessionOpen takes the node's advisory lock (pg_try_advisory_lock, at
+// session level) on a connection taken out of the pool for good (hijacked),
+// so that the pool neither hands it to others nor closes it for its age or
+// health, and Store.Close does not wait for it. PostgreSQL frees the lock
+// when that connection's backend ends, however it ends.
+func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSession, error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
+	}
+	conn := pc.Hijack()
+	var got bool
+	err = conn.QueryRow(ctx, `/* rowq:nodes.session_open */ SELECT pg_try_advisory_lock(`+nodeLockArgs+`)`, nodeLockSpace, id).Scan(&got)
+	if err == nil && !got {
+		err = fmt.Errorf("%w: another session holds its lock", store.ErrConflict)
+	}
+	if err != nil {
+		closeConn(conn)
+		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
+	}
+	return &nodeSession{id: id, conn: conn}, nil
+}
+
+// nodeSession holds a node's advisory lock on conn, a connection of its own.
+type nodeSession struct {
+	id   string
+	mu   sync.Mutex // a pgx.Conn serves one caller at a time
+	conn *pgx.Conn  // nil once closed
+}
+
+// Check runs a trivial statement on the session's connection: an advisory
+// lock taken at session level lasts as long as the session, so a
+// connection that answers still holds it.
+func (n *nodeSession) Check(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conn == nil {
+		return fmt.Errorf("check session of node %q: closed", n.id)
+	}
+	if _, err := n.conn.Exec(ctx, `/* rowq:nodes.session_check */ SELECT 1`); err != nil {
+		return fmt.Errorf("check session of node %q: %w", n.id, mapErr(err))
+	}
+	return nil
+}
+
+// Close unlocks, so that the lock is free when Close returns, and closes
+// the connection (which would free the lock if the unlock failed).
+func (n *nodeSession) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conn == nil {
+		return nil
+	}
+	conn := n.conn
+	n.conn = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn.Exec(ctx, `/* rowq:nodes.session_close */ SELECT pg_advisory_unlock(`+nodeLockArgs+`)`, nodeLockSpace, n.id)
+	closeConn(conn)
+	return nil
+}
+
+// closeConn closes a hijacked connection, bounded in time.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn.Close(ctx)
+}
+
+// NodesReap deletes, in one statement, the rows of nodes registered with a
+// session whose advisory lock no backend of this database holds. pg_locks
+// is read once (the CTE is materialized), not once per node.
+func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
+	ids, err := queryAll(ctx, s, pgx.RowTo[string], nodesReapSQL, nodeLockSpace)
+	if err != nil {
+		return nil, fmt.Errorf("reap nodes: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
+// nodesReapSQL deletes the nodes whose session lock is free; $1 is
+// nodeLockSpace.
+const nodesReapSQL = `/* rowq:nodes.reap */
+	WITH held AS MATERIALIZED (
+		SELECT objid FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $1::int4::oid
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+	DELETE FROM nodes WHERE has_session
+		AND NOT EXISTS (SELECT 1 FROM held WHERE held.objid = hashtext('rowq_node:' || nodes.id)::oid)
+	RETURNING id`
 
 func scanNode(row pgx.CollectableRow) (*store.Node, error) {
 	var n store.Node

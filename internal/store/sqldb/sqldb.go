@@ -49,6 +49,13 @@ func QueryOne[T any](ctx context.Context, db DBTX, scan func(Scanner) (T, error)
 	return scan(db.QueryRowContext(ctx, query, args...))
 }
 
+// ScanString scans a row of one text column, for QueryAll and QueryOne.
+func ScanString(row Scanner) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // Attempts bounds how often Retry and InTx run what they run.
 const Attempts = 5
 

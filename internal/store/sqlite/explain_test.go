@@ -23,6 +23,26 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 	checkPlan(t, openExplain(t), "due jobs", jobsDueSQL, "jobs_list", `["q0","q1"]`, 0)
 }
 
+// TestJobsRescue_ReadsGrabsOnly: the rescue and the look for expired grabs
+// read a queue's grabs by index and look up their nodes by key.
+func TestJobsRescue_ReadsGrabsOnly(t *testing.T) {
+	s := openExplain(t)
+	for _, c := range []struct {
+		name, query string
+		args        []any
+	}{
+		{"rescue", rescueSQL, []any{"q", 0}},
+		{"expired grabs", jobsExpiredSQL, []any{`["q0","q1"]`, 0}},
+	} {
+		// jobs_fetch and jobs_list both start (queue_name, state).
+		got := explain(t, s, c.name, c.query, c.args...)
+		if !strings.Contains(got, "SEARCH jobs") || !strings.Contains(got, "(queue_name=? AND state=?)") ||
+			!strings.Contains(got, "SEARCH nodes USING COVERING INDEX sqlite_autoindex_nodes_1 (id=?)") || strings.Contains(got, "TEMP B-TREE") {
+			t.Errorf("%s: plan = %q, want the queue's grabs by index and their nodes by key", c.name, got)
+		}
+	}
+}
+
 // openExplain opens a migrated store in a temporary directory.
 func openExplain(t *testing.T) *Store {
 	t.Helper()
@@ -41,6 +61,14 @@ func openExplain(t *testing.T) *Store {
 // and no temporary B-tree.
 func checkPlan(t *testing.T, s *Store, name, query, index string, args ...any) {
 	t.Helper()
+	if got := explain(t, s, name, query, args...); !strings.Contains(got, "INDEX "+index) || strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("%s: plan = %q, want the %s index and no sort", name, got, index)
+	}
+}
+
+// explain returns the steps of EXPLAIN QUERY PLAN of query, joined by "; ".
+func explain(t *testing.T, s *Store, name, query string, args ...any) string {
+	t.Helper()
 	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -58,7 +86,5 @@ func checkPlan(t *testing.T, s *Store, name, query, index string, args ...any) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(plan, "; "); !strings.Contains(got, "INDEX "+index) || strings.Contains(got, "TEMP B-TREE") {
-		t.Errorf("%s: plan = %q, want the %s index and no sort", name, got, index)
-	}
+	return strings.Join(plan, "; ")
 }

@@ -223,17 +223,28 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	return f, nil
 }
 
-// JobsRescue frees expired grabs of the queue.
+// JobsRescue frees expired grabs of the queue (grabExpired).
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `/* rowq:jobs.rescue */
-		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_until < ?`, queue, s.micros())
+	res, err := s.w.ExecContext(ctx, rescueSQL, queue, s.micros())
 	n, err := affected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, err)
 	}
 	return n, nil
 }
+
+// rescueSQL puts the queue's expired grabs back to waiting; its arguments
+// are the queue and now.
+const rescueSQL = `/* rowq:jobs.rescue */
+	UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
+	WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired
+
+// grabExpired is the condition on a grabbed row of jobs that its grab has
+// expired by the time given (its one argument): its lease has passed, or
+// its node has no registration (reaped or deleted). The node is looked up
+// by primary key for each of the queue's grabs, which are few (its
+// deliveries in flight).
+const grabExpired = `(jobs.grabbed_until < ? OR NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.id = jobs.grabbed_by))`
 
 // JobGet returns one job of the queue.
 func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -344,9 +355,10 @@ const jobsDueSQL = `/* rowq:jobs.due */ SELECT q.value FROM json_each(?) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) <= ?`
 
 // jobsExpiredSQL names the queues of a JSON array that hold a grab expired
-// by the time given; a queue's grabs are its deliveries in flight, few.
+// by the time given (grabExpired); a queue's grabs are its deliveries in
+// flight, few.
 const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q.value FROM json_each(?) AS q
-	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND grabbed_until < ?)`
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND ` + grabExpired + `)`
 
 // JobsDue returns those of queues that hold a waiting job due now. It reads
 // on a reader connection, so it does not wait for the single writer.

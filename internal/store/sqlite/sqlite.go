@@ -31,9 +31,10 @@ var migrations embed.FS
 
 // Store is the SQLite store.
 type Store struct {
-	w   *sql.DB // the one writer connection
-	r   *sql.DB // readers
-	now func() time.Time
+	w    *sql.DB // the one writer connection
+	r    *sql.DB // readers
+	now  func() time.Time
+	path string // the database file, beside which node sessions keep their lock files
 }
 
 var _ store.Store = (*Store)(nil)
@@ -60,7 +61,7 @@ func Open(path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	return &Store{w: w, r: r, now: time.Now}, nil
+	return &Store{w: w, r: r, now: time.Now, path: path}, nil
 }
 
 // Dialect returns "sqlite".

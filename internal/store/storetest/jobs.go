@@ -32,6 +32,7 @@ var jobTests = []conformanceTest{
 	{"Jobs_InsertGrabbed", testJobsInsertGrabbed},
 	{"Jobs_Due", testJobsDue},
 	{"Jobs_Expired", testJobsExpired},
+	{"Jobs_RescueGrabsOfUnregisteredNode", testJobsRescueUnregistered},
 }
 
 func testJobsInsertAndGet(t *testing.T, s store.Store) {
@@ -300,6 +301,9 @@ func testJobsFail(t *testing.T, s store.Store) {
 func testJobsExtendAndRescue(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	insert(t, s, "q", 4, 0)
+	// Both nodes are registered: the dead one is found out by its lease.
+	heartbeat(t, s, "alive", time.Minute)
+	heartbeat(t, s, "dead", time.Minute)
 	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: 500 * time.Millisecond}))(t)
 	d := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "dead", Limit: 2, Lease: 500 * time.Millisecond}))(t)
 	if n := must(s.JobsRescue(ctx, "q"))(t); n != 0 {
@@ -521,6 +525,7 @@ func testJobsExpired(t *testing.T, s store.Store) {
 	}
 	insert(t, s, "waiting", 2, 0)
 	insert(t, s, "held", 2, 0)
+	heartbeat(t, s, "n1", time.Minute)
 	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "held", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
 	insert(t, s, "lapsed.1", 2, 0)
 	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "lapsed.1", Node: "n1", Limit: 1, Lease: 100 * time.Millisecond}))(t)
@@ -598,6 +603,10 @@ func InsertGrabbed(t *testing.T, s store.Store) { testJobsInsertGrabbed(t, s) }
 func testJobsInsertGrabbed(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putQueue(t, s, "q")
+	// The nodes are registered: n1 is found out by its lease, not by a
+	// missing row.
+	heartbeat(t, s, "n1", time.Minute)
+	heartbeat(t, s, "n2", time.Minute)
 	waiting := insert(t, s, "q", 1, 0)
 	ps := make([]*store.JobInsertParams, 3)
 	for i := range ps {
@@ -685,4 +694,53 @@ func sameJob(a, b *store.Job) bool {
 	}
 	x.CreatedAt, y.CreatedAt, x.NextTry, y.NextTry = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return reflect.DeepEqual(x, y)
+}
+
+// testJobsRescueUnregistered checks that a grab whose node has no
+// registration (reaped or deleted) counts as expired at once, however long
+// its lease, while a registered node's unexpired grabs are left alone.
+func testJobsRescueUnregistered(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	putQueue(t, s, "other")
+	insert(t, s, "q", 4, 0)
+	insert(t, s, "other", 1, 0)
+	heartbeat(t, s, "alive", time.Minute)
+	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: time.Hour}))(t)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "other", Node: "alive", Limit: 1, Lease: time.Hour}))(t)
+	gone := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "gone", Limit: 2, Lease: time.Hour}))(t)
+	if len(a) != 2 || len(gone) != 2 {
+		t.Fatalf("grabbed %d and %d, want 2 and 2", len(a), len(gone))
+	}
+	all := []string{"q", "other"}
+	if got := must(s.JobsExpired(ctx, all))(t); fmt.Sprint(got) != "[q]" {
+		t.Fatalf("JobsExpired(%v) = %v, want [q]: the unregistered node's grabs", all, got)
+	}
+	if n := must(s.JobsRescue(ctx, "q"))(t); n != 2 {
+		t.Fatalf("JobsRescue = %d, want the unregistered node's 2", n)
+	}
+	for _, j := range gone {
+		if got := must(s.JobGet(ctx, "q", j.ID))(t); got.State != store.StateWaiting || got.GrabbedBy != "" {
+			t.Fatalf("job of the unregistered node after the rescue = %+v", got)
+		}
+	}
+	for _, j := range a {
+		if got := must(s.JobGet(ctx, "q", j.ID))(t); got.State != store.StateGrabbed || got.GrabbedBy != "alive" {
+			t.Fatalf("job of the live node after the rescue = %+v", got)
+		}
+	}
+	if got := must(s.JobsExpired(ctx, all))(t); len(got) != 0 {
+		t.Fatalf("after the rescue, JobsExpired = %v, want none", got)
+	}
+	if n := must(s.JobsRescue(ctx, "other"))(t); n != 0 {
+		t.Fatalf("JobsRescue(other) = %d, want 0 while its node is registered", n)
+	}
+	// Its registration deleted, the live node's grabs are expired too.
+	ok(t, s.NodeDelete(ctx, "alive"))
+	if got := sorted(must(s.JobsExpired(ctx, all))(t)); fmt.Sprint(got) != "[other q]" {
+		t.Fatalf("after NodeDelete, JobsExpired = %v, want [other q]", got)
+	}
+	if n := must(s.JobsRescue(ctx, "q"))(t); n != 2 {
+		t.Fatalf("after NodeDelete, JobsRescue = %d, want 2", n)
+	}
 }

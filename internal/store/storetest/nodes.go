@@ -1,8 +1,13 @@
 package storetest
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +19,10 @@ import (
 var nodeTests = []conformanceTest{
 	{"Nodes_LeadershipClaimAndTakeover", testLeadership},
 	{"Nodes_ConcurrentClaimOneLeader", testLeadershipConcurrent},
+	{"Nodes_SessionKeepsNodeFromReap", testNodeSessionHeld},
+	{"Nodes_SessionClosedIsReapedAndGrabsRescued", testNodeSessionClosed},
+	{"Nodes_WithoutSessionNeverReaped", testNodeWithoutSession},
+	{"Nodes_SessionConflict", testNodeSessionConflict},
 }
 
 func testLeadership(t *testing.T, s store.Store) {
@@ -112,4 +121,227 @@ func testLeadershipConcurrent(t *testing.T, s store.Store) {
 	if len(led) != 20 {
 		t.Fatalf("%d queues led, want 20", len(led))
 	}
+}
+
+// openSession opens node id's session, closed when the test ends; it skips
+// the test where the dialect cannot hold one (SQLite off unix).
+func openSession(t *testing.T, s store.Store, id string) store.NodeSession {
+	t.Helper()
+	sess, err := s.NodeSessionOpen(ctxT(t), id)
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("%s: no node sessions here: %v", s.Dialect(), err)
+	}
+	ok(t, err)
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+// register heartbeats node with a session and makes it lead queue.
+func register(t *testing.T, s store.Store, node, queue string) {
+	t.Helper()
+	ctx := ctxT(t)
+	ok(t, s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: node, Host: node + ":8080", TTL: time.Minute, Session: true}))
+	putQueue(t, s, queue)
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: node}))
+	if l := must(s.QueueLeader(ctx, queue))(t); l.ID != node {
+		t.Fatalf("queue %s led by %s, want %s", queue, l.ID, node)
+	}
+}
+
+// reap calls NodesReap until it returns want (nil: nothing) or, for want
+// not nil, the deadline passes: a lock freed by a connection's or a
+// process's end is freed as soon as the server or kernel has seen it end.
+func reap(t *testing.T, s store.Store, want []string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		got := must(s.NodesReap(ctxT(t)))(t)
+		if fmt.Sprint(sorted(got)) == fmt.Sprint(want) {
+			return time.Since(start)
+		}
+		if len(got) != 0 || time.Since(start) > within {
+			t.Fatalf("NodesReap = %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gone fails the test unless node's registration is gone: the queue it
+// led has no leader.
+func gone(t *testing.T, s store.Store, node, queue string) {
+	t.Helper()
+	if l, err := s.QueueLeader(ctxT(t), queue); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("queue %s after %s was reaped: leader %+v, err %v", queue, node, l, err)
+	}
+}
+
+func testNodeSessionHeld(t *testing.T, s store.Store) {
+	sess := openSession(t, s, "n1")
+	register(t, s, "n1", "q")
+	ok(t, sess.Check(ctxT(t)))
+	reap(t, s, nil, 0)
+	if l := must(s.QueueLeader(ctxT(t), "q"))(t); l.ID != "n1" {
+		t.Fatalf("after NodesReap, q is led by %q, want n1", l.ID)
+	}
+	ok(t, sess.Check(ctxT(t)))
+}
+
+func testNodeSessionClosed(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	s1 := openSession(t, s, "n1")
+	register(t, s, "n1", "q1")
+	openSession(t, s, "n2")
+	register(t, s, "n2", "q2")
+	insert(t, s, "q1", 2, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q1", Node: "n1", Limit: 2, Lease: time.Hour}))(t)
+
+	ok(t, s1.Close())
+	ok(t, s1.Close()) // idempotent
+	if err := s1.Check(ctx); err == nil {
+		t.Fatal("Check of a closed session succeeded")
+	}
+	reap(t, s, []string{"n1"}, 0)
+	gone(t, s, "n1", "q1")
+	reap(t, s, nil, 0)
+	if l := must(s.QueueLeader(ctx, "q2"))(t); l.ID != "n2" {
+		t.Fatalf("q2 led by %q, want n2", l.ID)
+	}
+	// The reaped node's grabs are expired at once, whatever their lease.
+	if got := must(s.JobsExpired(ctx, []string{"q1", "q2"}))(t); fmt.Sprint(got) != "[q1]" {
+		t.Fatalf("JobsExpired = %v, want [q1]", got)
+	}
+	if n := must(s.JobsRescue(ctx, "q1"))(t); n != 2 {
+		t.Fatalf("JobsRescue = %d, want the reaped node's 2", n)
+	}
+	// The id can hold a session again.
+	openSession(t, s, "n1")
+}
+
+func testNodeWithoutSession(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	insert(t, s, "q", 3, 0)
+	heartbeat(t, s, "expired", 100*time.Millisecond)
+	heartbeat(t, s, "live", time.Minute)
+	// A node that had a session and heartbeats without one is not reaped
+	// either: each heartbeat stores Session anew.
+	sess := openSession(t, s, "dropped")
+	ok(t, s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "dropped", Host: "d", TTL: time.Minute, Session: true}))
+	heartbeat(t, s, "dropped", time.Minute)
+	ok(t, sess.Close())
+	for _, n := range []string{"expired", "live", "dropped"} {
+		must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: n, Limit: 1, Lease: time.Hour}))(t)
+	}
+	time.Sleep(200 * time.Millisecond)
+	reap(t, s, nil, 0)
+	// Every row is still there (the expired one too): their grabs wait for
+	// their lease.
+	if got := must(s.JobsExpired(ctx, []string{"q"}))(t); len(got) != 0 {
+		t.Fatalf("JobsExpired = %v: a node without a session lost its row", got)
+	}
+}
+
+func testNodeSessionConflict(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	s1 := openSession(t, s, "n1")
+	if again, err := s.NodeSessionOpen(ctx, "n1"); !errors.Is(err, store.ErrConflict) {
+		if again != nil {
+			again.Close()
+		}
+		t.Fatalf("second NodeSessionOpen(n1) err = %v, want ErrConflict", err)
+	}
+	ok(t, s1.Check(ctx)) // the refused attempt did not disturb the holder
+	openSession(t, s, "n2")
+	ok(t, s1.Close())
+	openSession(t, s, "n1")
+}
+
+// NodeSessionKilled checks, on s, that a session whose connection (or
+// file) kill ends from outside, as a network cut or a killed backend
+// would, fails its Check and lets NodesReap reap its node.
+func NodeSessionKilled(t *testing.T, s store.Store, kill func(t *testing.T, sess store.NodeSession)) {
+	ctx := ctxT(t)
+	sess := openSession(t, s, "n1")
+	register(t, s, "n1", "q")
+	reap(t, s, nil, 0)
+	kill(t, sess)
+	took := reap(t, s, []string{"n1"}, 10*time.Second)
+	t.Logf("reaped %v after the kill", took)
+	gone(t, s, "n1", "q")
+	if err := sess.Check(ctx); err == nil {
+		t.Fatal("Check of a killed session succeeded")
+	}
+	ok(t, sess.Close())
+	openSession(t, s, "n1")
+}
+
+// childURLEnv passes the database URL to the child process of
+// NodeSessionProcessKilled.
+const childURLEnv = "ROWQ_TEST_NODE_SESSION_CHILD_URL"
+
+// NodeSessionProcessKilled checks that the session of a process killed
+// with SIGKILL is reaped at once. The calling test, named by run (a
+// -test.run pattern), plays two parts: in the test process it opens a
+// database (databaseURL) and starts the test binary again, running only
+// itself, as a child that opens a store there (open), opens the session of
+// node "child", registers it with Session set and waits to be killed.
+func NodeSessionProcessKilled(t *testing.T, run string, databaseURL func(t testing.TB) string, open func(t testing.TB, url string) store.Store) {
+	if url := os.Getenv(childURLEnv); url != "" {
+		sessionChild(t, open(t, url))
+		return
+	}
+	url := databaseURL(t)
+	s := open(t, url)
+	ctx := ctxT(t)
+	cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.count=1")
+	cmd.Env = append(os.Environ(), childURLEnv+"="+url)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	ok(t, err)
+	ok(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if line := lines.Text(); strings.HasPrefix(line, "ready") || strings.Contains(line, "FAIL") {
+				ready <- line
+				break
+			}
+		}
+		close(ready)
+		for lines.Scan() { // drain, so that the child never blocks on its output
+		}
+	}()
+	select {
+	case line := <-ready:
+		if !strings.HasPrefix(line, "ready") {
+			t.Fatalf("child: %q", line)
+		}
+	case <-ctx.Done():
+		t.Fatal("child not ready")
+	}
+	if l := must(s.QueueLeader(ctx, "q"))(t); l.ID != "child" {
+		t.Fatalf("q led by %q, want child", l.ID)
+	}
+	reap(t, s, nil, 0)
+	ok(t, cmd.Process.Kill())
+	killed := time.Now()
+	cmd.Wait()
+	reap(t, s, []string{"child"}, 10*time.Second)
+	t.Logf("reaped %v after SIGKILL", time.Since(killed))
+	gone(t, s, "child", "q")
+}
+
+// sessionChild is the child's part of NodeSessionProcessKilled.
+func sessionChild(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess, err := s.NodeSessionOpen(ctx, "child")
+	ok(t, err)
+	defer sess.Close()
+	register(t, s, "child", "q")
+	fmt.Println("ready")
+	<-ctx.Done()
+	t.Fatal("child: not killed within a minute")
 }
