@@ -133,6 +133,12 @@ type Dispatcher struct {
 	probeDone           chan struct{}
 	healthy             bool
 	lastBeat            time.Time
+	// session is the node's database session (session.go), open since
+	// sessionSince; noSession: opening one failed, and that was logged.
+	// They belong to the leadership cycle.
+	session      store.NodeSession
+	sessionSince time.Time
+	noSession    bool
 }
 
 // New returns a Dispatcher; Start runs it.
@@ -191,15 +197,20 @@ func (d *Dispatcher) loop() {
 	}
 }
 
-// cycle heartbeats, claims free queues and starts or stops runners to match
-// the queues this node leads.
+// cycle holds the node's database session, heartbeats, reaps the nodes
+// whose session ended (session.go), claims free queues and starts or stops
+// runners to match the queues this node leads.
 func (d *Dispatcher) cycle(ctx context.Context) error {
 	d.mu.Lock()
 	pauses := d.pauses
 	d.mu.Unlock()
-	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL})
+	session := d.holdSession(ctx)
+	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL, Session: session})
 	if err == nil {
 		d.lastBeat = time.Now()
+		err = d.reap(ctx)
+	}
+	if err == nil {
 		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node})
 	}
 	var led []*store.Queue
@@ -331,6 +342,9 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		}
 		if err := d.cfg.Store.NodeDelete(bg, d.cfg.Node); err != nil {
 			errs = append(errs, fmt.Errorf("deregister node: %w", err))
+		}
+		if err := d.closeSession(); err != nil {
+			errs = append(errs, fmt.Errorf("close database session: %w", err))
 		}
 	})
 	return errors.Join(errs...)
