@@ -15,13 +15,13 @@ import (
 
 // work delivers j, then, in the same worker slot, the read-ahead's next
 // jobs while there are some and the queue is neither paused, throttled
-// (the run loop gives the read-ahead back) nor stopping; then it gives the
-// slot back.
+// (the run loop gives the read-ahead back) nor stopping, and the node is
+// not stale (Dispatcher.fresh); then it gives the slot back.
 func (r *runner) work(j *store.Job) {
 	for j != nil {
 		r.process(j)
 		j = nil
-		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil {
+		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil && r.d.fresh() {
 			var low bool
 			if j, low = r.ahead.next(); low {
 				r.signalFreed()

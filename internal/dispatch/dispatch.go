@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rowq/rowq/internal/batch"
@@ -132,7 +133,7 @@ type Dispatcher struct {
 	loopDone            chan struct{}
 	probeDone           chan struct{}
 	healthy             bool
-	lastBeat            time.Time
+	lastBeat            atomic.Int64 // UnixNano of the last heartbeat that succeeded
 	// session is the node's database session (session.go), open since
 	// sessionSince; noSession: opening one failed, and that was logged.
 	// They belong to the leadership cycle.
@@ -204,10 +205,13 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 	d.mu.Lock()
 	pauses := d.pauses
 	d.mu.Unlock()
+	// stale: a heartbeat succeeded once, but not within the TTL; the
+	// runners hold back until this cycle's heartbeat.
+	stale := d.lastBeat.Load() != 0 && !d.fresh()
 	session := d.holdSession(ctx)
 	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL, Session: session})
 	if err == nil {
-		d.lastBeat = time.Now()
+		d.lastBeat.Store(time.Now().UnixNano())
 		err = d.reap(ctx)
 	}
 	if err == nil {
@@ -224,7 +228,7 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		}
 		// Without a heartbeat for a whole TTL, another node may have taken
 		// our queues: stop dispatching until the database answers again.
-		if time.Since(d.lastBeat) > d.cfg.NodeTTL {
+		if !d.fresh() {
 			d.sync(nil, pauses)
 		}
 		return err
@@ -234,7 +238,29 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		d.healthy = true
 	}
 	d.sync(led, pauses)
+	if stale {
+		d.nudgeAll() // runners held back while the node was stale go on
+	}
 	return nil
+}
+
+// fresh reports whether this node's registration is known to be live: a
+// heartbeat succeeded within the node TTL. A node frozen (SIGSTOP, a
+// stalled VM) or cut off for longer may have lost its queues and grabs to
+// other nodes, and may not know it yet: its runners start no delivery, and
+// it hands nothing off, until a heartbeat succeeds again, after which the
+// leadership cycle stops the runners of the queues it lost.
+func (d *Dispatcher) fresh() bool {
+	return time.Since(time.Unix(0, d.lastBeat.Load())) <= d.cfg.NodeTTL
+}
+
+// nudgeAll wakes every runner.
+func (d *Dispatcher) nudgeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.runners {
+		r.nudge()
+	}
 }
 
 // sync starts runners for newly led queues, updates the settings of the

@@ -115,7 +115,7 @@ type Handoff struct {
 // has no due backlog; otherwise it returns nil and the job is to be
 // inserted waiting.
 func (d *Dispatcher) Reserve(queue string) *Handoff {
-	if !d.cfg.Handoff {
+	if !d.cfg.Handoff || !d.fresh() {
 		return nil
 	}
 	d.mu.Lock()

@@ -131,13 +131,16 @@ func (r *runner) run() {
 			r.extend()
 		}
 		q := r.settings.Load()
-		if (q.Paused || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
-			// Paused, or throttled since the read-ahead was grabbed: only
-			// grabs take tokens from the bucket.
+		// hold: paused, or the node is stale (Dispatcher.fresh).
+		hold := q.Paused || !r.d.fresh()
+		if (hold || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
+			// Paused, stale (the jobs may be another node's by now), or
+			// throttled since the read-ahead was grabbed: only grabs take
+			// tokens from the bucket.
 			r.giveBack()
 		}
 		free := int64(q.MaxWorkers) - r.inflight.Load()
-		if free > 0 && !q.Paused && r.ahead.len() > 0 {
+		if free > 0 && !hold && r.ahead.len() > 0 {
 			// Deliveries ended and found the read-ahead empty before this
 			// grab refilled it: start its jobs in their slots.
 			n := int(r.takeSlots(free))
@@ -147,7 +150,7 @@ func (r *runner) run() {
 			free -= int64(len(jobs))
 		}
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if !q.Paused && look {
+		if !hold && look {
 			tb := r.throttle(q, now)
 			// While draining a backlog, grab ahead of the free slots
 			// (readahead.go); refill once half the read-ahead is gone.
