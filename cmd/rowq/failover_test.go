@@ -31,20 +31,7 @@ func TestServe_KillNineFailsOverThroughTheSession(t *testing.T) {
 		w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 			return 200, `{"status":"success"}`, 100 * time.Millisecond
 		})
-		dbURL := dbtest.URL(t, dialect)
-		dir := t.TempDir()
-		node := func(id string) *proc {
-			return serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id,
-				"ROWQ_NODE_TTL="+nodeTTL.String(), "ROWQ_GRAB_LEASE="+grabLease.String())...)
-		}
-		nodes := map[string]*proc{"node-a": node("node-a"), "node-b": node("node-b")}
-		a := nodes["node-a"]
-		a.mustCall(t, "PUT", "/queue/q", map[string]any{"max_workers": maxWorkers})
-		a.mustCall(t, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
-		var victimID string
-		testworker.WaitFor(t, 5*time.Second, "a leader of q", func() bool { victimID = a.leader(t, "q"); return victimID != "" })
-		survivorID := map[string]string{"node-a": "node-b", "node-b": "node-a"}[victimID]
-		victim, survivor := nodes[victimID], nodes[survivorID]
+		victim, survivor, victimID, survivorID := twoNodes(t, dbtest.URL(t, dialect), nodeTTL, grabLease, maxWorkers)
 
 		var killAt atomic.Int64 // UnixNano
 		w.SetOnDelivery(func(distinct, open int) {

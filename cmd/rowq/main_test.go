@@ -397,6 +397,29 @@ func TestServe_SIGTERMFinishesInFlightDeliveries(t *testing.T) {
 	})
 }
 
+// twoNodes starts node-a and node-b on dbURL with the node TTL and grab
+// lease given, each signing its deliveries with its id as User-Agent, and
+// a queue q (maxWorkers) routed from category cat. It returns the node
+// that leads q and the other one, with their ids.
+func twoNodes(t *testing.T, dbURL string, nodeTTL, grabLease time.Duration, maxWorkers int) (leader, other *proc, leaderID, otherID string) {
+	t.Helper()
+	dir := t.TempDir()
+	node := func(id string) *proc {
+		return serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id,
+			"ROWQ_NODE_TTL="+nodeTTL.String(), "ROWQ_GRAB_LEASE="+grabLease.String())...)
+	}
+	nodes := map[string]*proc{"node-a": node("node-a"), "node-b": node("node-b")}
+	a, b := nodes["node-a"], nodes["node-b"]
+	a.mustCall(t, "PUT", "/queue/q", map[string]any{"max_workers": maxWorkers})
+	a.mustCall(t, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
+	testworker.WaitFor(t, 5*time.Second, "a leader of q", func() bool { leaderID = a.leader(t, "q"); return leaderID != "" })
+	if got := b.leader(t, "q"); got != leaderID {
+		t.Fatalf("node-a says %q leads q, node-b says %q", leaderID, got)
+	}
+	otherID = map[string]string{"node-a": "node-b", "node-b": "node-a"}[leaderID]
+	return nodes[leaderID], nodes[otherID], leaderID, otherID
+}
+
 func TestServe_KillNineLosesNoJob(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
@@ -414,26 +437,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			return 200, `{"status":"success"}`, 20 * time.Millisecond
 		})
 		dbURL := dbtest.URL(t, dialect)
-		dir := t.TempDir()
-		// Each node signs its deliveries with its id as User-Agent.
-		node := func(id string) *proc {
-			return serve(t, dir, testEnv(dbURL, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id,
-				"ROWQ_NODE_TTL="+nodeTTL.String(), "ROWQ_GRAB_LEASE="+grabLease.String())...)
-		}
-		nodes := map[string]*proc{"node-a": node("node-a"), "node-b": node("node-b")}
-		a, b := nodes["node-a"], nodes["node-b"]
-		a.mustCall(t, "PUT", "/queue/q", map[string]any{"max_workers": maxWorkers})
-		a.mustCall(t, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
-		var victimID string
-		testworker.WaitFor(t, 5*time.Second, "a leader of q", func() bool { victimID = a.leader(t, "q"); return victimID != "" })
-		if got := b.leader(t, "q"); got != victimID {
-			t.Fatalf("node-a says %q leads q, node-b says %q", victimID, got)
-		}
-		victim, survivorID := nodes[victimID], "node-a"
-		if victimID == "node-a" {
-			survivorID = "node-b"
-		}
-		survivor := nodes[survivorID]
+		victim, survivor, victimID, survivorID := twoNodes(t, dbURL, nodeTTL, grabLease, maxWorkers)
 
 		// The kill happens inside the worker, at the first delivery after
 		// every job was accepted and at least killAfter were delivered:
@@ -462,7 +466,7 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			ids = make([]int64, n)
 		)
 		for c := range 8 {
-			node := []*proc{a, b}[c%2]
+			node := []*proc{victim, survivor}[c%2]
 			wg.Go(func() {
 				for i := c; i < n; i += 8 {
 					id, err := node.push("cat", map[string]any{"url": w.URL, "payload": fmt.Sprintf("job-%d", i), "run_after": 1})
@@ -494,8 +498,9 @@ func TestServe_KillNineLosesNoJob(t *testing.T) {
 			t.Fatalf("every job was delivered before the kill: the test proved nothing")
 		}
 
-		// The survivor takes the queue once the victim's registration
-		// expires, and delivers the victim's grabs again once they expire.
+		// The survivor takes the queue once the database ends the victim's
+		// session (or its registration expires), and delivers its grabs
+		// again.
 		testworker.WaitFor(t, nodeTTL+grabLease+3*time.Second, "every job answered", func() bool { return w.Answered() == n })
 		recovered := time.Since(killAt)
 		st := dbtest.OpenURL(t, dbURL)
