@@ -106,12 +106,10 @@ func (s *Service) Push(ctx context.Context, p *store.JobInsertParams) (store.Job
 	if p.UniqueKey != "" {
 		// Not through the grouped commit: a key's holder is found by a
 		// statement of its own (see Store.JobsPush).
-		ps := []*store.JobInsertParams{p}
-		res, err := s.cfg.Store.JobsPush(ctx, ps)
+		res, err := s.PushMany(ctx, []*store.JobInsertParams{p})
 		if err != nil {
-			return store.JobPushed{}, fmt.Errorf("enqueue job: %w", err)
+			return store.JobPushed{}, err
 		}
-		s.settle(ps, res, false)
 		return res[0], nil
 	}
 	if h := s.reserve(p); h != nil {
@@ -150,7 +148,7 @@ func (s *Service) Push(ctx context.Context, p *store.JobInsertParams) (store.Job
 func (s *Service) PushMany(ctx context.Context, ps []*store.JobInsertParams) ([]store.JobPushed, error) {
 	res, err := s.cfg.Store.JobsPush(ctx, ps)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue %d jobs: %w", len(ps), err)
+		return nil, fmt.Errorf("enqueue %d job(s): %w", len(ps), err)
 	}
 	s.settle(ps, res, false)
 	return res, nil
