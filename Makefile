@@ -23,9 +23,9 @@ bench: build ## measure throughput and latency on SQLite, MariaDB and PostgreSQL
 	@echo "the 1,000,000-job drain takes minutes: ./bin/rowq bench --database-url … --backlog 1000000 --runs 1"
 
 CHAOS_DB ?= rowq_chaos
-chaos: build ## 60 s of SIGKILL, SIGSTOP and worker faults under load on 3 nodes over MariaDB (database rowq_chaos, recreated; see docs/reliability.md)
+chaos: build ## 60 s of SIGKILL, SIGSTOP and worker faults (one every 6 s) under load on 3 nodes over MariaDB (database rowq_chaos, recreated; see docs/reliability.md)
 	mysql -uroot -h127.0.0.1 -e 'DROP DATABASE IF EXISTS $(CHAOS_DB); CREATE DATABASE $(CHAOS_DB) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
-	./bin/rowq chaos --database-url mysql://root@127.0.0.1:3306/$(CHAOS_DB) --nodes 3 --rate 300 --duration 60s --faults kill,stop,kill,worker --every 4s
+	./bin/rowq chaos --database-url mysql://root@127.0.0.1:3306/$(CHAOS_DB) --nodes 3 --rate 300 --duration 60s --faults kill,stop,kill,worker --every 6s
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -87,6 +87,9 @@ func (o *Options) Validate() error {
 	check(o.Duration >= time.Second, "duration: must be at least 1s, got %v", o.Duration)
 	check(o.MaxWorkers >= 1 && o.MaxWorkers <= 10000, "max-workers: must be 1..10000, got %d", o.MaxWorkers)
 	check(o.Every >= 100*time.Millisecond, "every: must be at least 100ms, got %v", o.Every)
+	if slices.Contains(o.Faults, FaultStop) {
+		check(o.StopFor < o.Every, "stop-for: must be shorter than every (%v), so that stops do not overlap, got %v", o.Every, o.StopFor)
+	}
 	check(o.JobTimeout >= time.Second && o.JobTimeout%time.Second == 0, "job-timeout: whole seconds, at least 1s, got %v", o.JobTimeout)
 	check(o.LockClients >= 0, "lock-clients: must not be negative")
 	for _, f := range o.Faults {
@@ -451,8 +454,8 @@ func (r *run) countEnqErr(kind string) {
 	r.enqErrs[kind]++
 }
 
-// injectFaults injects one fault every Every, the kinds taking turns,
-// until the load is done.
+// injectFaults injects one fault every Every (counted from the end of the
+// previous one), the kinds taking turns, until the load is done.
 func (r *run) injectFaults(ctx context.Context, loadDone <-chan struct{}) {
 	if len(r.o.Faults) == 0 {
 		return
@@ -478,6 +481,10 @@ func (r *run) injectFaults(ctx context.Context, loadDone <-chan struct{}) {
 		case FaultDBRestart:
 			r.restartDB(ctx)
 		}
+		// The next fault comes Every after this one ended: a tick that
+		// fell due while a slow fault (a database restart) ran would
+		// otherwise inject the next at once, on top of it.
+		tick.Reset(r.o.Every)
 	}
 }
 

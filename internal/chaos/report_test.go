@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,5 +103,20 @@ func TestLockCheck_DoubleHold(t *testing.T) {
 	}
 	if got, want := lc.res.StaleRejected, 2; got != want {
 		t.Errorf("stale rejected = %d, want %d", got, want)
+	}
+}
+
+// TestValidate_StopsMustNotOverlap: a stop that lasts as long as the
+// spacing of faults would overlap the next fault; the error names the flag.
+func TestValidate_StopsMustNotOverlap(t *testing.T) {
+	o := Options{Exe: "rowq", DatabaseURL: "sqlite://x.db", Nodes: 3, Rate: 100, Duration: time.Minute,
+		MaxWorkers: 10, Faults: []string{FaultStop}, Every: 4 * time.Second, StopFor: 5 * time.Second}
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "stop-for:") {
+		t.Fatalf("Validate = %v, want an error naming stop-for", err)
+	}
+	o.StopFor = 3 * time.Second
+	if err := o.Validate(); err != nil && strings.Contains(err.Error(), "stop-for:") {
+		t.Errorf("Validate with a 3 s stop every 4 s = %v, want no stop-for error", err)
 	}
 }
