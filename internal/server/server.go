@@ -186,14 +186,16 @@ func (s *Server) Start(ctx context.Context) error {
 		MisfireGrace: cfg.ScheduleMisfireGrace,
 	})
 	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
+	// The API reads statistics with this node's counts not yet written.
+	view := st.ReadOwnWrites(s.store)
 	s.api = httpapi.New(httpapi.Config{
-		Store:         s.store,
+		Store:         view,
 		Logger:        s.log,
 		Enqueue:       enq,
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(s.store, s.log),
+		Pages:         pages(view, s.log),
 		QueueDefaults: defaults,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,

@@ -94,3 +94,24 @@ func TestServer_StatsAcrossNodesAndRestarts(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_StatsReadOwnWrites checks that the node a job was pushed
+// through counts it at once in its statistics, exactly once, across the
+// node's writes of its counts to the database (every second).
+func TestServer_StatsReadOwnWrites(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		a := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, a, "q", "cat", nil)
+		began := time.Now()
+		for n := 1; n <= 10 || time.Since(began) < 2500*time.Millisecond; n++ {
+			push(t, a, "cat", map[string]any{"url": "http://127.0.0.1:9/", "payload": n, "run_after": 3600})
+			if got := mustCall(t, a, "GET", "/queue/q/stats", nil)["total_pushes"]; got != float64(n) {
+				t.Fatalf("after push %d, %.1fs in: total_pushes = %v", n, time.Since(began).Seconds(), got)
+			}
+			all := mustCall(t, a, "GET", "/queues/stats", nil)["q"].(map[string]any)
+			if got := all["total_pushes"]; got != float64(n) {
+				t.Fatalf("after push %d: /queues/stats total_pushes = %v", n, got)
+			}
+		}
+	})
+}

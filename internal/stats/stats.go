@@ -56,6 +56,10 @@ type Recorder struct {
 	cfg Config
 	log *slog.Logger
 
+	// writing is held by Flush (write) and by StatsGet (read), so that a
+	// read sees each count either in the database or in pending, never
+	// in both or neither.
+	writing   sync.RWMutex
 	mu        sync.Mutex
 	pending   map[string]*counts // since the last write
 	busy      map[string]int     // deliveries in flight
@@ -216,6 +220,8 @@ func (r *Recorder) loop() {
 // Flush writes the counts since the last write, with the current busy
 // workers and rates. If the write fails, the counts are kept for the next.
 func (r *Recorder) Flush(ctx context.Context) error {
+	r.writing.Lock()
+	defer r.writing.Unlock()
 	now := time.Now()
 	r.mu.Lock()
 	pending := r.pending
@@ -303,4 +309,38 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// ReadOwnWrites returns s whose StatsGet adds this node's counts not yet
+// written to the database, so that a client reading statistics from the
+// node it enqueued through sees its jobs at once; other nodes' counts
+// show within their Interval.
+func (r *Recorder) ReadOwnWrites(s store.Store) store.Store {
+	if r == nil {
+		return s
+	}
+	return ownWrites{s, r}
+}
+
+type ownWrites struct {
+	store.Store
+	r *Recorder
+}
+
+func (s ownWrites) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
+	s.r.writing.RLock()
+	defer s.r.writing.RUnlock()
+	m, err := s.Store.StatsGet(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	for q, c := range s.r.pending {
+		if qs := m[q]; qs != nil {
+			qs.Add(&c.StatsCounters)
+			qs.ElapsedMs += c.elapsed.Milliseconds()
+		}
+	}
+	return m, nil
 }
