@@ -41,7 +41,8 @@ type Schedule struct {
 	Paused     bool            `json:"paused"`
 	// NextRunAt is null while the schedule is paused.
 	NextRunAt *time.Time `json:"next_run_at"`
-	// NextRuns are the next fire times, empty while paused.
+	// NextRuns are the next fire times; while paused, those it would
+	// have if resumed now, each marked Paused.
 	NextRuns  []NextRun `json:"next_runs"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -51,6 +52,9 @@ type Schedule struct {
 type NextRun struct {
 	Local string `json:"local"`
 	UTC   string `json:"utc"`
+	// Paused: the schedule is paused; this is when it would fire if it
+	// were resumed now.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // ScheduleRun is an entry of a schedule's run history, and the answer of

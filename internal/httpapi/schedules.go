@@ -38,8 +38,10 @@ func loadZone(name string) (*time.Location, error) {
 	return time.LoadLocation(name)
 }
 
-// toSchedule shows a schedule as the API answers it; NextRunAt and
-// NextRuns are null and empty while it is paused.
+// toSchedule shows a schedule as the API answers it. While it is paused
+// NextRunAt is null and NextRuns are the fire times it would have if it
+// were resumed now, each marked paused, so that a cron expression can be
+// checked before it runs.
 func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
 	out := &rowqtype.Schedule{
 		Name: sc.Name, Cron: sc.Cron, Timezone: sc.Timezone, Category: sc.Category, URL: sc.URL, Payload: sc.Payload,
@@ -47,11 +49,6 @@ func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
 		MaxCatchup: sc.MaxCatchup, Overlap: sc.Overlap, Paused: sc.Paused, NextRuns: []rowqtype.NextRun{},
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
 	}
-	if sc.Paused {
-		return out
-	}
-	next := sc.NextRunAt
-	out.NextRunAt = &next
 	loc, err := loadZone(sc.Timezone)
 	if err != nil {
 		return out
@@ -60,9 +57,17 @@ func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
 	if err != nil {
 		return out
 	}
-	runs := append([]time.Time{next}, schedule.NextRuns(spec, next, nextRunsShown-1)...)
+	var runs []time.Time
+	if sc.Paused {
+		// As resuming now would: from the next tick after now.
+		runs = schedule.NextRuns(spec, time.Now(), nextRunsShown)
+	} else {
+		next := sc.NextRunAt
+		out.NextRunAt = &next
+		runs = append([]time.Time{next}, schedule.NextRuns(spec, next, nextRunsShown-1)...)
+	}
 	for _, t := range runs {
-		out.NextRuns = append(out.NextRuns, rowqtype.NextRun{Local: t.In(loc).Format(time.RFC3339), UTC: t.UTC().Format(time.RFC3339)})
+		out.NextRuns = append(out.NextRuns, rowqtype.NextRun{Local: t.In(loc).Format(time.RFC3339), UTC: t.UTC().Format(time.RFC3339), Paused: sc.Paused})
 	}
 	return out
 }

@@ -21,8 +21,9 @@ type scheduleOut struct {
 	Paused     bool            `json:"paused"`
 	NextRunAt  *time.Time      `json:"next_run_at"`
 	NextRuns   []struct {
-		Local string `json:"local"`
-		UTC   string `json:"utc"`
+		Local  string `json:"local"`
+		UTC    string `json:"utc"`
+		Paused bool   `json:"paused"`
 	} `json:"next_runs"`
 }
 
@@ -85,8 +86,20 @@ func TestSchedule_Lifecycle(t *testing.T) {
 		if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.NextCursor == "" {
 			t.Fatalf("first page = %+v", page)
 		}
-		if !page.Schedules[0].Paused || page.Schedules[0].NextRunAt != nil || len(page.Schedules[0].NextRuns) != 0 {
-			t.Errorf("a paused schedule shows next runs: %+v", page.Schedules[0])
+		// Paused: nothing is due, and next_runs are the runs it would
+		// have if resumed now, each marked paused.
+		if ev := page.Schedules[0]; !ev.Paused || ev.NextRunAt != nil || len(ev.NextRuns) != 5 {
+			t.Errorf("a paused schedule: %+v, want next_run_at null and 5 next_runs", ev)
+		} else {
+			first, _ := time.Parse(time.RFC3339, ev.NextRuns[0].UTC)
+			if d := time.Until(first); d <= 0 || d > time.Hour {
+				t.Errorf("paused @every 1h: first next run %s, want within the hour after now", ev.NextRuns[0].UTC)
+			}
+			for _, nr := range ev.NextRuns {
+				if !nr.Paused {
+					t.Errorf("next run %+v of a paused schedule is not marked paused", nr)
+				}
+			}
 		}
 		cursor := page.NextCursor
 		page.NextCursor = ""
@@ -103,6 +116,10 @@ func TestSchedule_Lifecycle(t *testing.T) {
 		b.ok(t, "POST", "/schedule/nightly/pause", "", &paused)
 		if !paused.Paused || paused.NextRunAt != nil {
 			t.Errorf("paused = %+v", paused)
+		}
+		// A daily tick far from now: resuming would keep the same runs.
+		if len(paused.NextRuns) != 5 || paused.NextRuns[0].Local != sc.NextRuns[0].Local && time.Until(*sc.NextRunAt) > time.Minute {
+			t.Errorf("paused next_runs = %+v, want those of the running schedule %+v", paused.NextRuns, sc.NextRuns)
 		}
 		b.ok(t, "POST", "/schedule/nightly/resume", "", &resumed)
 		if resumed.Paused || resumed.NextRunAt == nil {
