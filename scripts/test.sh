@@ -29,8 +29,9 @@ wait_until() { # seconds command...
 }
 
 command -v go >/dev/null || die "Go is not installed (need Go 1.26+)"
-# The Fireworq client script (scripts/fireworq-client.sh) runs on curl and jq.
-for tool in curl jq; do
+# The Fireworq client script (scripts/fireworq-client.sh) runs on curl and jq; the
+# Python client's tests (clients/python) on python3, its type check on mypy.
+for tool in curl jq python3 mypy; do
   command -v "$tool" >/dev/null || { say "installing $tool"; apt_install "$tool"; }
 done
 

@@ -1,0 +1,499 @@
+"""The client of rowq's HTTP API."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
+
+from .errors import Conflict, LockHeld, NotFound, RowqError
+from .lease import HeldLease
+from .types import (
+    FailedJob,
+    Job,
+    Lease,
+    Lock,
+    NewJob,
+    Node,
+    Page,
+    PushedJob,
+    Queue,
+    QueueStats,
+    Routing,
+    Schedule,
+    ScheduleRun,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+# Kinds of jobs Client.jobs lists.
+WAITING = "waiting"  # due now
+DEFERRED = "deferred"  # due later
+GRABBED = "grabbed"  # held by a node for delivery
+
+# Each waiting acquire request waits at most this long, well within the
+# server's bound (300 s) and the usual proxy timeouts; longer waits are made
+# of several requests.
+MAX_WAIT_PER_REQUEST = 25.0
+
+T = TypeVar("T")
+
+
+def default_owner() -> str:
+    """Names this process as a lock owner: host:pid."""
+    return f"{socket.gethostname() or 'unknown-host'}:{os.getpid()}"
+
+
+def _seg(s: Union[str, int]) -> str:
+    """Escapes one path segment."""
+    return urllib.parse.quote(str(s), safe="")
+
+
+def _set(**fields: Any) -> Dict[str, Any]:
+    """The fields that are not None: the server's defaults apply to the others."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class Client:
+    """Talks to one rowq server. It is safe to share between threads.
+
+    ``token`` is sent as ``Authorization: Bearer <token>``. A URL with user
+    information (``http://user:secret@host:8080``) sends it as HTTP Basic
+    authentication instead, unless a token is given. ``timeout`` bounds each
+    request, in seconds (a waiting lock acquire gets its wait on top).
+
+    Every method raises a ``RowqError`` when the server answers other than
+    200 (``NotFound`` for 404, ``Conflict`` for 409), with the server's
+    message, which names the field at fault; and a ``RowqError`` with
+    status 0 when no answer came.
+    """
+
+    def __init__(self, base_url: str = DEFAULT_URL, token: Optional[str] = None, timeout: float = 30) -> None:
+        if "://" not in base_url:
+            base_url = "http://" + base_url
+        parts = urllib.parse.urlsplit(base_url)
+        self._auth: Optional[str] = None
+        if token:
+            self._auth = "Bearer " + token
+        elif parts.username is not None:
+            userinfo = urllib.parse.unquote(parts.username) + ":" + urllib.parse.unquote(parts.password or "")
+            self._auth = "Basic " + base64.b64encode(userinfo.encode()).decode("ascii")
+        host = parts.netloc.rpartition("@")[2]
+        self.base_url = urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"rowq.Client({self.base_url!r})"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Optional[Mapping[str, Union[str, int]]] = None,
+        body: Any = None,
+        timeout: Optional[float] = None,
+    ) -> Any:
+        """Sends a request with ``body`` as its JSON body (none when None)
+        and returns the decoded JSON answer. The methods of Client cover the
+        API; this serves what they do not."""
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = None if body is None else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        req.add_header("User-Agent", "rowq-python")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self._auth:
+            req.add_header("Authorization", self._auth)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout if timeout is None else timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as e:
+            raise _error(e.code, e.read()) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = e.reason if isinstance(e, urllib.error.URLError) else e
+            raise RowqError(0, f"{method} {path}: {reason}") from e
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise RowqError(0, f"{method} {path}: answer is not JSON: {raw[:200]!r}") from e
+
+    def _follow(self, page: Page[T], fetch: Callable[[str], Page[T]]) -> Iterator[T]:
+        """Yields the items of page and of the pages after it."""
+        while True:
+            yield from page.items
+            if not page.next_cursor:
+                return
+            page = fetch(page.next_cursor)
+
+    # Jobs
+
+    def enqueue(
+        self,
+        category: str,
+        url: str,
+        payload: Any = None,
+        *,
+        run_after: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        retry_delay: Optional[int] = None,
+        timeout: Optional[int] = None,
+        priority: Optional[int] = None,
+        unique_key: Optional[str] = None,
+        retry_backoff: Optional[str] = None,
+        retry_delay_max: Optional[int] = None,
+        retry_jitter: Optional[float] = None,
+    ) -> PushedJob:
+        """Enqueues a job of ``category`` for the worker at ``url``
+        (POST /job/{category}); the answer comes once the job is committed.
+        ``payload`` is any JSON value, sent to the worker as the body.
+        Durations are seconds; options left None take the server's defaults."""
+        body = _set(
+            url=url,
+            payload=payload,
+            run_after=run_after,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            timeout=timeout,
+            priority=priority,
+            unique_key=unique_key,
+            retry_backoff=retry_backoff,
+            retry_delay_max=retry_delay_max,
+            retry_jitter=retry_jitter,
+        )
+        return PushedJob.from_json(self.request("POST", "/job/" + _seg(category), body=body))
+
+    def enqueue_many(self, jobs: Sequence[Union[NewJob, Mapping[str, Any]]]) -> List[PushedJob]:
+        """Enqueues up to 1,000 jobs in one transaction (POST /jobs): all are
+        stored or none. Each is a NewJob or a dict with POST /jobs' fields.
+        The answers come in the order of jobs."""
+        body = {"jobs": [j.to_json() if isinstance(j, NewJob) else dict(j) for j in jobs]}
+        return [PushedJob.from_json(j) for j in self.request("POST", "/jobs", body=body)["jobs"]]
+
+    def jobs_page(
+        self,
+        queue: str,
+        kind: str,
+        *,
+        limit: Optional[int] = None,
+        order: Optional[str] = None,
+        cursor: Optional[str] = None,
+    ) -> Page[Job]:
+        """One page of the queue's jobs of a kind (WAITING, DEFERRED or
+        GRABBED): GET /queue/{name}/{kind}. ``order`` is "desc" (latest
+        next_try first, the default) or "asc"."""
+        d = self.request(
+            "GET", f"/queue/{_seg(queue)}/{_seg(kind)}", _set(limit=limit, order=order, cursor=cursor)
+        )
+        return Page([Job.from_json(j) for j in d["jobs"]], d.get("next_cursor"))
+
+    def jobs(self, queue: str, kind: str, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Job]:
+        """The queue's jobs of a kind, every page: fetches the first page at
+        once (so a missing queue raises NotFound here), the next ones as the
+        iteration reaches them. ``limit`` is the page size."""
+        first = self.jobs_page(queue, kind, limit=limit, order=order)
+        return self._follow(first, lambda c: self.jobs_page(queue, kind, limit=limit, order=order, cursor=c))
+
+    def job(self, queue: str, id: int) -> Job:
+        """One job of the queue (GET /queue/{name}/job/{id})."""
+        return Job.from_json(self.request("GET", f"/queue/{_seg(queue)}/job/{_seg(id)}"))
+
+    def delete_job(self, queue: str, id: int) -> Job:
+        """Deletes one job of the queue, whatever its state, and returns it
+        (DELETE /queue/{name}/job/{id})."""
+        return Job.from_json(self.request("DELETE", f"/queue/{_seg(queue)}/job/{_seg(id)}"))
+
+    # The failure log
+
+    def failed_jobs_page(
+        self,
+        queue: str,
+        *,
+        limit: Optional[int] = None,
+        order: Optional[str] = None,
+        cursor: Optional[str] = None,
+    ) -> Page[FailedJob]:
+        """One page of the queue's failure log (GET /queue/{name}/failed),
+        newest first: by failure (``order`` "failed", the default) or by the
+        job's creation ("created")."""
+        d = self.request("GET", f"/queue/{_seg(queue)}/failed", _set(limit=limit, order=order, cursor=cursor))
+        return Page([FailedJob.from_json(j) for j in d["failed_jobs"]], d.get("next_cursor"))
+
+    def failed_jobs(self, queue: str, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[FailedJob]:
+        """The queue's failure log, every page (see jobs)."""
+        first = self.failed_jobs_page(queue, limit=limit, order=order)
+        return self._follow(first, lambda c: self.failed_jobs_page(queue, limit=limit, order=order, cursor=c))
+
+    def failed_job(self, queue: str, id: int) -> FailedJob:
+        """One failure log entry, by its own id (GET /queue/{name}/failed/{id})."""
+        return FailedJob.from_json(self.request("GET", f"/queue/{_seg(queue)}/failed/{_seg(id)}"))
+
+    def delete_failed_job(self, queue: str, id: int) -> FailedJob:
+        """Deletes one failure log entry and returns it (DELETE /queue/{name}/failed/{id})."""
+        return FailedJob.from_json(self.request("DELETE", f"/queue/{_seg(queue)}/failed/{_seg(id)}"))
+
+    def retry_failed_job(self, queue: str, id: int) -> PushedJob:
+        """Puts one failure log entry back in its queue as a job due now,
+        under its old job id and with fail_count 0, and returns the job
+        (POST /queue/{name}/failed/{id}/retry)."""
+        return PushedJob.from_json(self.request("POST", f"/queue/{_seg(queue)}/failed/{_seg(id)}/retry"))
+
+    def retry_failed_jobs(self, queue: str, ids: Optional[Sequence[int]] = None) -> int:
+        """Retries the failure log entries ``ids`` of the queue, or every
+        entry when ids is None (POST /queue/{name}/failed/retry); returns how
+        many it retried. Ids not in the log are skipped."""
+        body = None if ids is None else {"ids": list(ids)}
+        return int(self.request("POST", f"/queue/{_seg(queue)}/failed/retry", body=body)["retried"])
+
+    def delete_failed_jobs(self, queue: str, ids: Optional[Sequence[int]] = None) -> int:
+        """Deletes the failure log entries ``ids`` of the queue, or every
+        entry when ids is None (DELETE /queue/{name}/failed); returns how
+        many it deleted."""
+        body = None if ids is None else {"ids": list(ids)}
+        return int(self.request("DELETE", f"/queue/{_seg(queue)}/failed", body=body)["deleted"])
+
+    # Queues and routings
+
+    def queues(self) -> List[Queue]:
+        """Every queue, by name (GET /queues)."""
+        return [Queue.from_json(q) for q in self.request("GET", "/queues")]
+
+    def queue(self, name: str) -> Queue:
+        """One queue (GET /queue/{name})."""
+        return Queue.from_json(self.request("GET", "/queue/" + _seg(name)))
+
+    def put_queue(
+        self,
+        name: str,
+        *,
+        polling_interval: Optional[int] = None,
+        max_workers: Optional[int] = None,
+        max_dispatches_per_second: Optional[float] = None,
+        max_burst_size: Optional[int] = None,
+        paused: Optional[bool] = None,
+    ) -> Queue:
+        """Creates or replaces a queue (PUT /queue/{name}). Settings left
+        None take the server's defaults, except ``paused``: None keeps the
+        queue's state. ``polling_interval`` is milliseconds."""
+        body = _set(
+            polling_interval=polling_interval,
+            max_workers=max_workers,
+            max_dispatches_per_second=max_dispatches_per_second,
+            max_burst_size=max_burst_size,
+            paused=paused,
+        )
+        return Queue.from_json(self.request("PUT", "/queue/" + _seg(name), body=body))
+
+    def delete_queue(self, name: str) -> Queue:
+        """Deletes a queue and returns it (DELETE /queue/{name}). Its jobs
+        stay stored and come back with the queue."""
+        return Queue.from_json(self.request("DELETE", "/queue/" + _seg(name)))
+
+    def pause_queue(self, name: str) -> Queue:
+        """Pauses a queue: it accepts jobs but dispatches none (POST /queue/{name}/pause)."""
+        return Queue.from_json(self.request("POST", f"/queue/{_seg(name)}/pause"))
+
+    def resume_queue(self, name: str) -> Queue:
+        """Resumes a paused queue (POST /queue/{name}/resume)."""
+        return Queue.from_json(self.request("POST", f"/queue/{_seg(name)}/resume"))
+
+    def queue_node(self, name: str) -> Node:
+        """The node dispatching the queue (GET /queue/{name}/node); NotFound
+        while no live node leads it."""
+        return Node.from_json(self.request("GET", f"/queue/{_seg(name)}/node"))
+
+    def queue_stats(self, name: str) -> QueueStats:
+        """One queue's statistics (GET /queue/{name}/stats)."""
+        return QueueStats.from_json(self.request("GET", f"/queue/{_seg(name)}/stats"))
+
+    def all_queue_stats(self) -> Dict[str, QueueStats]:
+        """Every queue's statistics, by name (GET /queues/stats)."""
+        return {k: QueueStats.from_json(v) for k, v in self.request("GET", "/queues/stats").items()}
+
+    def routings(self) -> List[Routing]:
+        """Every routing, by category (GET /routings)."""
+        return [Routing.from_json(r) for r in self.request("GET", "/routings")]
+
+    def routing(self, category: str) -> Routing:
+        """One routing (GET /routing/{category})."""
+        return Routing.from_json(self.request("GET", "/routing/" + _seg(category)))
+
+    def put_routing(self, category: str, queue: str) -> Routing:
+        """Routes jobs of ``category`` to ``queue``, which must exist (PUT /routing/{category})."""
+        return Routing.from_json(self.request("PUT", "/routing/" + _seg(category), body={"queue_name": queue}))
+
+    def delete_routing(self, category: str) -> Routing:
+        """Deletes a routing and returns it (DELETE /routing/{category})."""
+        return Routing.from_json(self.request("DELETE", "/routing/" + _seg(category)))
+
+    # Locks
+
+    def acquire(self, name: str, owner: str, ttl: float, *, wait: float = 0, limit: int = 1) -> Lease:
+        """Takes a lease on the lock ``name`` for ``owner`` (PUT /lock/{name}),
+        lasting ``ttl`` seconds unless renewed, waiting up to ``wait``
+        seconds if it is taken. Raises LockHeld (a Conflict) with the holders
+        if it stayed taken. The same owner acquiring again while it holds
+        the lock gets the same lease back, so a lost answer can be retried."""
+        deadline = time.monotonic() + wait
+        while True:
+            w = min(max(deadline - time.monotonic(), 0.0), MAX_WAIT_PER_REQUEST)
+            body = {"owner": owner, "ttl": ttl, "wait": w, "limit": limit}
+            try:
+                d = self.request("PUT", "/lock/" + _seg(name), body=body, timeout=max(self.timeout, w + 10))
+                return Lease.from_json(d)
+            except Conflict as e:
+                if time.monotonic() >= deadline:
+                    holders = e.body.get("holders") if isinstance(e.body, dict) else None
+                    leases = [Lease.from_json(h) for h in holders or []]
+                    raise LockHeld(e.status, e.message, e.body, leases) from None
+
+    def renew(self, name: str, owner: str, token: int, ttl: float, *, timeout: Optional[float] = None) -> Lease:
+        """Extends a lease to the database's now + ``ttl`` seconds
+        (POST /lock/{name}/renew); Conflict if it is no longer held."""
+        body = {"owner": owner, "token": token, "ttl": ttl}
+        return Lease.from_json(self.request("POST", f"/lock/{_seg(name)}/renew", body=body, timeout=timeout))
+
+    def release(self, name: str, owner: str, token: int) -> Lease:
+        """Ends a lease and returns it (DELETE /lock/{name}); Conflict if it
+        was not held any more."""
+        return Lease.from_json(self.request("DELETE", "/lock/" + _seg(name), {"owner": owner, "token": token}))
+
+    def get_lock(self, name: str) -> Lock:
+        """A lock's live holders (GET /lock/{name}); none when it is free."""
+        return Lock.from_json(self.request("GET", "/lock/" + _seg(name)))
+
+    def locks_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Lock]:
+        """One page of the held locks, by name (GET /locks)."""
+        d = self.request("GET", "/locks", _set(limit=limit, cursor=cursor))
+        return Page([Lock.from_json(x) for x in d["locks"]], d.get("next_cursor"))
+
+    def locks(self, *, limit: Optional[int] = None) -> Iterator[Lock]:
+        """The held locks, by name, every page (see jobs)."""
+        return self._follow(self.locks_page(limit=limit), lambda c: self.locks_page(limit=limit, cursor=c))
+
+    def lock(
+        self, name: str, ttl: float = 30, wait: float = 0, *, owner: Optional[str] = None, limit: int = 1
+    ) -> HeldLease:
+        """A context manager holding the lock ``name`` for the ``with`` block::
+
+            with client.lock("nightly-report", ttl=30, wait=10) as lease:
+                make_report(fence=lease.token)
+
+        Entering acquires (LockHeld if the lock stayed taken for ``wait``
+        seconds); a background thread renews the lease every third of
+        ``ttl``; leaving releases it. If the lease is lost meanwhile,
+        ``lease.lost`` (a threading.Event) is set, and leaving raises
+        LeaseLost unless the block raised. ``owner`` defaults to
+        host:pid:random, unique to this call, so two threads never share a
+        lease."""
+        return HeldLease(self, name, ttl, wait, owner or f"{default_owner()}:{os.urandom(4).hex()}", limit)
+
+    # Schedules
+
+    def put_schedule(
+        self,
+        name: str,
+        *,
+        cron: str,
+        category: str,
+        url: str,
+        payload: Any = None,
+        timezone: Optional[str] = None,
+        max_retries: Optional[int] = None,
+        retry_delay: Optional[int] = None,
+        timeout: Optional[int] = None,
+        misfire: Optional[str] = None,
+        max_catchup: Optional[int] = None,
+        overlap: Optional[str] = None,
+        paused: Optional[bool] = None,
+    ) -> Schedule:
+        """Creates or replaces a schedule (PUT /schedule/{name}): each tick
+        of ``cron`` on the wall clock of ``timezone`` (UTC by default)
+        enqueues a job of ``category`` for ``url``. See docs/schedules.md."""
+        body = _set(
+            cron=cron,
+            timezone=timezone,
+            category=category,
+            url=url,
+            payload=payload,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            timeout=timeout,
+            misfire=misfire,
+            max_catchup=max_catchup,
+            overlap=overlap,
+            paused=paused,
+        )
+        return Schedule.from_json(self.request("PUT", "/schedule/" + _seg(name), body=body))
+
+    def schedule(self, name: str) -> Schedule:
+        """One schedule (GET /schedule/{name})."""
+        return Schedule.from_json(self.request("GET", "/schedule/" + _seg(name)))
+
+    def schedules_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Schedule]:
+        """One page of the schedules, by name (GET /schedules)."""
+        d = self.request("GET", "/schedules", _set(limit=limit, cursor=cursor))
+        return Page([Schedule.from_json(s) for s in d["schedules"]], d.get("next_cursor"))
+
+    def schedules(self, *, limit: Optional[int] = None) -> Iterator[Schedule]:
+        """The schedules, by name, every page (see jobs)."""
+        return self._follow(self.schedules_page(limit=limit), lambda c: self.schedules_page(limit=limit, cursor=c))
+
+    def delete_schedule(self, name: str) -> Schedule:
+        """Removes a schedule and its run history (the jobs it enqueued stay)
+        and returns it (DELETE /schedule/{name})."""
+        return Schedule.from_json(self.request("DELETE", "/schedule/" + _seg(name)))
+
+    def pause_schedule(self, name: str) -> Schedule:
+        """Stops a schedule's ticks (POST /schedule/{name}/pause)."""
+        return Schedule.from_json(self.request("POST", f"/schedule/{_seg(name)}/pause"))
+
+    def resume_schedule(self, name: str) -> Schedule:
+        """Resumes a paused schedule from its first tick after now; ticks
+        that passed while paused are not run (POST /schedule/{name}/resume)."""
+        return Schedule.from_json(self.request("POST", f"/schedule/{_seg(name)}/resume"))
+
+    def trigger_schedule(self, name: str) -> ScheduleRun:
+        """Enqueues one run now, outside the ticks (POST /schedule/{name}/trigger)."""
+        return ScheduleRun.from_json(self.request("POST", f"/schedule/{_seg(name)}/trigger"))
+
+    def schedule_runs_page(
+        self, name: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> Page[ScheduleRun]:
+        """One page of a schedule's run history, newest first (GET /schedule/{name}/runs)."""
+        d = self.request("GET", f"/schedule/{_seg(name)}/runs", _set(limit=limit, cursor=cursor))
+        return Page([ScheduleRun.from_json(r) for r in d["runs"]], d.get("next_cursor"))
+
+    def schedule_runs(self, name: str, *, limit: Optional[int] = None) -> Iterator[ScheduleRun]:
+        """A schedule's run history, newest first, every page (see jobs)."""
+        first = self.schedule_runs_page(name, limit=limit)
+        return self._follow(first, lambda c: self.schedule_runs_page(name, limit=limit, cursor=c))
+
+    # The server
+
+    def version(self) -> str:
+        """The server's version (GET /version)."""
+        return str(self.request("GET", "/version")["version"])
+
+
+def _error(status: int, raw: bytes) -> RowqError:
+    """The error for a non-200 answer: its "error" message, or the body's head."""
+    body: Any = None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        pass
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        message = body["error"]
+    else:
+        message = raw[:512].decode("utf-8", "replace").strip()
+    cls = {404: NotFound, 409: Conflict}.get(status, RowqError)
+    return cls(status, message, body)
