@@ -19,10 +19,17 @@ import (
 // stderr together, and its exit code.
 func (p *proc) rowqIn(t *testing.T, stdin string, args ...string) (string, int) {
 	t.Helper()
+	return runRowq(t, []string{"ROWQ_SERVER=http://" + p.addr}, stdin, args...)
+}
+
+// runRowq runs rowq with args, env added to baseEnv, and stdin, and
+// returns its stdout and stderr together, and its exit code.
+func runRowq(t *testing.T, env []string, stdin string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rowqBin, args...)
-	cmd.Env = append(baseEnv(), "ROWQ_SERVER=http://"+p.addr)
+	cmd.Env = append(baseEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); ok {

@@ -27,7 +27,10 @@ func queuePauseVerb(pause bool) func(s *session, args []string) error {
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		c := s.r.client()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
 		var q *rowqtype.Queue
 		if pause {
 			q, err = c.PauseQueue(ctx, pos[0])
@@ -67,7 +70,11 @@ func jobPushBatch(s *session, args []string) error {
 	}
 	ctx, cancel := s.r.context()
 	defer cancel()
-	pushed, err := s.r.client().PushJobs(ctx, jobs)
+	c, err := s.r.client()
+	if err != nil {
+		return err
+	}
+	pushed, err := c.PushJobs(ctx, jobs)
 	if err != nil {
 		return err
 	}
@@ -140,7 +147,10 @@ func failedBulkVerb(retry bool) func(s *session, args []string) error {
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		c := s.r.client()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
 		var n int
 		key := "deleted"
 		if retry {

@@ -54,7 +54,8 @@ With no flags, rowq serve keeps its data in ./rowq.db (SQLite) and listens on
 127.0.0.1:8080. Choose a database with --database-url or ROWQ_DATABASE_URL:
   mysql://user:pass@host:3306/db   postgres://user:pass@host:5432/db   sqlite://path
 Commands that talk to a running server take --server (env ROWQ_SERVER,
-default http://127.0.0.1:8080) and --json.
+default http://127.0.0.1:8080; https:// for a server run with --tls-cert),
+--ca-file (env ROWQ_CA_FILE: trust this private CA) and --json.
 `)
 	return b.String()
 }
@@ -115,11 +116,16 @@ func load(name string, args []string, stderr io.Writer) (config.Config, *slog.Lo
 }
 
 // serve runs a node until SIGINT or SIGTERM; a second signal cuts the
-// soft shutdown short.
+// soft shutdown short. Under TLS, SIGHUP reloads the certificate.
 func serveCmd(args []string, _, stderr io.Writer) error {
 	cfg, log, err := load("serve", args, stderr)
 	if err != nil {
 		return err
+	}
+	reload := make(chan os.Signal, 1)
+	if cfg.TLSCert != "" {
+		signal.Notify(reload, syscall.SIGHUP)
+		defer signal.Stop(reload)
 	}
 	// One channel for both signals: the first starts the soft stop, the
 	// second cuts it short.
@@ -136,7 +142,7 @@ func serveCmd(args []string, _, stderr io.Writer) error {
 		log.Warn("second signal: stopping now")
 		close(hard)
 	}()
-	return server.Run(ctx, cfg, log, hard)
+	return server.Run(ctx, cfg, log, hard, reload)
 }
 
 func migrateCmd(args []string, _, stderr io.Writer) error {

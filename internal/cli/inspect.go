@@ -39,7 +39,7 @@ func dispatchSub(name string, subs []subcommand, args []string, stdout, stderr i
 		for _, s := range subs {
 			fmt.Fprintf(&b, "  %-44s %s\n", "rowq "+name+" "+s.name+" "+s.args, s.summary)
 		}
-		b.WriteString("Each takes --server (env ROWQ_SERVER) and --json; -h lists a verb's flags.\n")
+		b.WriteString("Each takes --server (env ROWQ_SERVER), --ca-file (env ROWQ_CA_FILE) and --json; -h lists a verb's flags.\n")
 		return b.String()
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -71,7 +71,11 @@ func simple(n int, names string, fn func(ctx context.Context, c *client.Client, 
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		v, table, err := fn(ctx, s.r.client(), pos)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		v, table, err := fn(ctx, c, pos)
 		if err != nil {
 			return err
 		}
@@ -145,7 +149,11 @@ var queueSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		qs, err := s.r.client().Queues(ctx)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		qs, err := c.Queues(ctx)
 		if err != nil {
 			return err
 		}
@@ -174,7 +182,11 @@ var queueSubs = []subcommand{
 			MaxDispatchesPerSecond: nonZero(*rate), MaxBurstSize: nonZero(*burst), Paused: nonZero(*paused)}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		q, err := s.r.client().PutQueue(ctx, pos[0], in)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		q, err := c.PutQueue(ctx, pos[0], in)
 		if err != nil {
 			return err
 		}
@@ -191,7 +203,11 @@ var queueSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		n, err := s.r.client().QueueNode(ctx, pos[0])
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		n, err := c.QueueNode(ctx, pos[0])
 		if err != nil {
 			return err
 		}
@@ -209,7 +225,10 @@ var queueSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		c := s.r.client()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
 		all := map[string]*rowqtype.QueueStats{}
 		var v any = all
 		if len(pos) == 1 {
@@ -273,7 +292,11 @@ var routingSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		rs, err := s.r.client().Routings(ctx)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		rs, err := c.Routings(ctx)
 		if err != nil {
 			return err
 		}
@@ -331,7 +354,11 @@ var jobSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		j, err := s.r.client().PushJob(ctx, pos[0], job)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		j, err := c.PushJob(ctx, pos[0], job)
 		if err != nil {
 			return err
 		}
@@ -352,7 +379,10 @@ var jobSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		c := s.r.client()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
 		page, err := c.ListJobs(ctx, pos[0], *state, opts)
 		for err == nil && *all && page.NextCursor != "" {
 			opts.Cursor = page.NextCursor
@@ -428,7 +458,11 @@ var failedSubs = []subcommand{
 		}
 		ctx, cancel := s.r.context()
 		defer cancel()
-		page, err := s.r.client().FailedJobs(ctx, pos[0], opts)
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		page, err := c.FailedJobs(ctx, pos[0], opts)
 		if err != nil {
 			return err
 		}

@@ -134,7 +134,11 @@ func lockRun(args []string, stdout, stderr io.Writer) error {
 
 	code, stopped := 0, false
 	opt := client.AcquireOptions{TTL: *ttl, Wait: *wait, Limit: *limit}
-	err = r.client().Hold(ctx, name, *owner, opt, func(ctx context.Context, l *rowqtype.Lease) error {
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	err = c.Hold(ctx, name, *owner, opt, func(ctx context.Context, l *rowqtype.Lease) error {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Env = append(os.Environ(),
 			"ROWQ_LOCK_NAME="+l.Name, "ROWQ_LOCK_OWNER="+l.Owner, "ROWQ_LOCK_TOKEN="+strconv.FormatInt(l.Token, 10))
@@ -218,7 +222,11 @@ func lockGet(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := r.context()
 	defer cancel()
-	h, err := r.client().Lock(ctx, pos[0])
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	h, err := c.Lock(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -237,7 +245,11 @@ func lockList(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := r.context()
 	defer cancel()
-	page, err := r.client().Locks(ctx, opts)
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	page, err := c.Locks(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -276,7 +288,11 @@ func lockRelease(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := r.context()
 	defer cancel()
-	l, err := r.client().Release(ctx, &rowqtype.Lease{Name: pos[0], Owner: *owner, Token: *token})
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	l, err := c.Release(ctx, &rowqtype.Lease{Name: pos[0], Owner: *owner, Token: *token})
 	if err != nil {
 		return err
 	}

@@ -15,26 +15,36 @@ import (
 )
 
 // remote holds the flags every command that talks to a running server
-// takes: --server and --json.
+// takes: --server, --ca-file and --json.
 type remote struct {
 	server string
+	caFile string
 	json   bool
 }
 
-// remoteFlags adds --server and --json to fs.
+// remoteFlags adds --server, --ca-file and --json to fs.
 func remoteFlags(fs *flag.FlagSet) *remote {
 	r := &remote{}
 	def := os.Getenv("ROWQ_SERVER")
 	if def == "" {
 		def = client.DefaultServer
 	}
-	fs.StringVar(&r.server, "server", def, "rowq server to talk to (env ROWQ_SERVER)")
+	fs.StringVar(&r.server, "server", def, "rowq server to talk to, http:// or https:// (env ROWQ_SERVER)")
+	fs.StringVar(&r.caFile, "ca-file", os.Getenv("ROWQ_CA_FILE"),
+		"PEM file of the certificate authorities to trust for an https:// server instead of the system's (env ROWQ_CA_FILE)")
 	fs.BoolVar(&r.json, "json", false, "print the server's answer as JSON, for scripts")
 	return r
 }
 
-// client returns a client of the server named by --server.
-func (r *remote) client() *client.Client { return client.New(r.server, nil) }
+// client returns a client of the server named by --server, trusting the
+// authorities of --ca-file if given.
+func (r *remote) client() (*client.Client, error) {
+	hc, err := client.HTTPClient(r.caFile)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(r.server, hc), nil
+}
 
 // context is cancelled by SIGINT or SIGTERM.
 func (r *remote) context() (context.Context, context.CancelFunc) {

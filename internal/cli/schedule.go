@@ -42,7 +42,10 @@ func scheduleCmd(args []string, stdout, stderr io.Writer) error {
 	r := remoteFlags(fs)
 	ctx, cancel := r.context()
 	defer cancel()
-	c := r.client()
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
 	printSchedule := func(s *rowqtype.Schedule) error {
 		return r.print(stdout, s, func(w io.Writer) { scheduleTable(w, s) })
 	}

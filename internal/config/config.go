@@ -42,6 +42,14 @@ type Config struct {
 	DispatchIdleConnTimeout time.Duration
 	DispatchHandoff         bool
 
+	// TLS: with TLSCert and TLSKey (PEM files, both or neither) the API
+	// serves HTTPS, and SIGHUP reads them again. CAFile (PEM) holds the
+	// certificate authorities trusted when nudging other nodes over HTTPS;
+	// "" trusts the system's.
+	TLSCert string
+	TLSKey  string
+	CAFile  string
+
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
 	LogLevel      string // debug, info, warn, error
@@ -122,6 +130,11 @@ func (c *Config) options() []option {
 			fromFireworq: unitDur(&c.DispatchIdleConnTimeout, time.Second)},
 		{flag: "dispatch-handoff", env: "ROWQ_DISPATCH_HANDOFF", value: (*boolValue)(&c.DispatchHandoff),
 			usage: "hand a job enqueued on the node that leads its queue straight to its dispatcher when a worker slot is free and nothing is waiting"},
+		{flag: "tls-cert", env: "ROWQ_TLS_CERT", value: (*strValue)(&c.TLSCert),
+			usage: "PEM certificate (chain) file: serve HTTPS instead of HTTP; SIGHUP reloads it (needs --tls-key)"},
+		{flag: "tls-key", env: "ROWQ_TLS_KEY", value: (*strValue)(&c.TLSKey), usage: "PEM private key file of --tls-cert"},
+		{flag: "ca-file", env: "ROWQ_CA_FILE", value: (*strValue)(&c.CAFile),
+			usage: "PEM file of the certificate authorities trusted when nudging other nodes over HTTPS (default: the system's)"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -194,6 +207,7 @@ func (c *Config) Validate() error {
 	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
 	check(c.ScheduleMisfireGrace >= time.Second && c.ScheduleMisfireGrace <= 24*time.Hour,
 		"schedule-misfire-grace: must be 1s..24h, got %v", c.ScheduleMisfireGrace)
+	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert, tls-key: give both files or neither, got tls-cert %q and tls-key %q", c.TLSCert, c.TLSKey)
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")

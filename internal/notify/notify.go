@@ -35,6 +35,10 @@ type Config struct {
 	Node string
 	// Client sends the nudges (a short-timeout client by default).
 	Client *http.Client
+	// Scheme is how the other nodes serve: "http" (the default) or
+	// "https" (rowq serve --tls-cert; Client must then trust their
+	// certificates, which must name the host they advertise).
+	Scheme string
 	// LeaderTTL is how long a queue's leader is remembered before it is
 	// read again (1s): a nudge per job does not cost a read per job.
 	LeaderTTL time.Duration
@@ -75,6 +79,9 @@ func New(cfg Config) *Nudger {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: nudgeTimeout}
+	}
+	if cfg.Scheme == "" {
+		cfg.Scheme = "http"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -139,7 +146,7 @@ func (n *Nudger) nudge(queue, body string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nudgeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+l.host+"/queue/"+url.PathEscape(queue)+"/wake", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.Scheme+"://"+l.host+"/queue/"+url.PathEscape(queue)+"/wake", strings.NewReader(body))
 	if err == nil {
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")

@@ -2,6 +2,8 @@ package notify
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/testcert"
 )
 
 type leaders struct {
@@ -57,5 +60,40 @@ func TestNudger_CoalescesWakes(t *testing.T) {
 	}
 	if got := l.reads.Load(); got != 1 {
 		t.Errorf("leader read %d times, want once within LeaderTTL", got)
+	}
+}
+
+// TestNudger_HTTPS nudges a leader that serves HTTPS: a nudger whose client
+// trusts the leader's CA reaches it, one trusting another CA does not.
+func TestNudger_HTTPS(t *testing.T) {
+	ca := testcert.NewCA(t, "rowq test CA")
+	nudged := make(chan string, 10)
+	leader := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		nudged <- string(b)
+		w.Write([]byte(`{"queue_name":"q","woken":true}`))
+	}))
+	leader.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(t).TLS(t)}}
+	leader.StartTLS()
+	defer leader.Close()
+	nudger := func(trusted *testcert.CA) *Nudger {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: trusted.Pool()}}}
+		return New(Config{Leaders: &leaders{host: strings.TrimPrefix(leader.URL, "https://")}, Node: "me", Scheme: "https", Client: c})
+	}
+
+	nudger(testcert.NewCA(t, "another CA")).Changed("q")
+	select {
+	case b := <-nudged:
+		t.Fatalf("a nudger that does not trust the leader's CA nudged it (%q)", b)
+	case <-time.After(300 * time.Millisecond):
+	}
+	nudger(ca).Changed("q")
+	select {
+	case b := <-nudged:
+		if b != settingsBody {
+			t.Errorf("nudge body %q, want %q", b, settingsBody)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no nudge reached the HTTPS leader")
 	}
 }

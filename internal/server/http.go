@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -20,15 +22,25 @@ type httpService struct {
 	unused unused     // connections without a request yet, closed at a stop
 }
 
-func newHTTPService(h http.Handler, ln net.Listener) *httpService {
+// newHTTPService serves h on ln: over TLS (HTTP/2 and HTTP/1.1) when
+// tlsConfig is not nil, else plain HTTP/1.1. The server's own errors,
+// such as failed TLS handshakes, are logged as warnings.
+func newHTTPService(h http.Handler, ln net.Listener, tlsConfig *tls.Config, log *slog.Logger) *httpService {
 	s := &httpService{ln: ln, serve: make(chan error, 1)}
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: s.unused.track}
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: s.unused.track, TLSConfig: tlsConfig,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s
 }
 
 // Start serves in the background.
 func (s *httpService) Start(context.Context) error {
-	go func() { s.serve <- s.srv.Serve(s.ln) }()
+	go func() {
+		if s.srv.TLSConfig != nil {
+			s.serve <- s.srv.ServeTLS(s.ln, "", "") // the certificate comes from TLSConfig
+			return
+		}
+		s.serve <- s.srv.Serve(s.ln)
+	}()
 	return nil
 }
 

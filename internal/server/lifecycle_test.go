@@ -44,7 +44,7 @@ func TestStartAll_UnwindsWhenAStepFails(t *testing.T) {
 	cfg.ShutdownTimeout = 5 * time.Second
 	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	var log []string
-	web := newHTTPService(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { log = append(log, "request") }), ln)
+	web := newHTTPService(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { log = append(log, "request") }), ln, nil, s.log)
 	boom := errors.New("boom")
 	first, last := &step{name: "first", log: &log}, &step{name: "last", log: &log, fail: boom}
 

@@ -6,6 +6,8 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/enqueue"
@@ -43,6 +46,10 @@ type Server struct {
 	ln    net.Listener
 	api   *httpapi.API
 	http  *httpService
+	// cert is the API's TLS certificate, nil when it serves plain HTTP;
+	// peers is then the client that nudges other nodes over HTTPS.
+	cert  *certificate
+	peers *http.Client
 	// started holds the services Start started, in order; Stop stops
 	// them in reverse.
 	started []service
@@ -64,6 +71,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	s := &Server{cfg: cfg}
+	if cfg.TLSCert != "" {
+		var err error
+		if s.cert, err = loadCertificate(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return nil, err
+		}
+		if s.peers, err = client.HTTPClient(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("ca-file: %w", err)
+		}
+	}
 	st, err := backend.Open(cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -72,10 +89,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		st.Close()
 		return nil, err
 	}
-	if cfg.NodeID == "" {
-		cfg.NodeID = newNodeID()
+	if s.cfg.NodeID == "" {
+		s.cfg.NodeID = newNodeID()
 	}
-	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st}, nil
+	s.log, s.store = log.With("node", s.cfg.NodeID), st
+	return s, nil
 }
 
 // Migrate applies the schema, retrying while the database is unavailable
@@ -168,7 +186,7 @@ func (s *Server) Start(ctx context.Context) error {
 		RescueInterval:  cfg.RescueInterval,
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
-		Nudger:          notify.New(notify.Config{Leaders: s.store, Logger: s.log, Node: cfg.NodeID, LeaderTTL: cfg.ConfigRefreshInterval}),
+		Nudger:          notify.New(s.nudges()),
 	})
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
@@ -201,7 +219,11 @@ func (s *Server) Start(ctx context.Context) error {
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 	})
-	s.http = newHTTPService(s.api, ln)
+	var tlsConfig *tls.Config
+	if s.cert != nil {
+		tlsConfig = s.cert.config()
+	}
+	s.http = newHTTPService(s.api, ln, tlsConfig, s.log)
 	// The lock service starts last so that it stops first: a stop ends
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
@@ -210,8 +232,34 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
-	s.log.Info("rowq serving", "addr", ln.Addr().String(), "database", backend.Redact(cfg.DatabaseURL), "version", Version)
+	s.log.Info("rowq serving", "addr", ln.Addr().String(), "tls", s.cert != nil, "database", backend.Redact(cfg.DatabaseURL), "version", Version)
 	return nil
+}
+
+// nudges configures the nudger: under TLS, other nodes serve HTTPS too, and
+// are reached through peers.
+func (s *Server) nudges() notify.Config {
+	c := notify.Config{Leaders: s.store, Logger: s.log, Node: s.cfg.NodeID, LeaderTTL: s.cfg.ConfigRefreshInterval}
+	if s.cert != nil {
+		c.Scheme, c.Client = "https", s.peers
+	}
+	return c
+}
+
+// ReloadTLS reads the TLS certificate and key files again, as rowq serve
+// does on SIGHUP: new connections get the new certificate, and those open
+// keep theirs. If the files do not hold a valid pair, the node keeps
+// serving the certificate it had and the error says why. On a node that
+// serves plain HTTP it returns an error.
+func (s *Server) ReloadTLS() (*x509.Certificate, error) {
+	if s.cert == nil {
+		return nil, errors.New("reload TLS certificate: serving plain HTTP (no --tls-cert)")
+	}
+	cert, err := s.cert.reload()
+	if err != nil {
+		return nil, err
+	}
+	return cert.Leaf, nil
 }
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
@@ -291,8 +339,9 @@ func (s *Server) stopStarted(ctx context.Context) error {
 }
 
 // Run runs a node until ctx ends, then stops it; hard cuts the soft stop
-// short.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan struct{}) error {
+// short. Each value received from reload (SIGHUP) reloads the TLS
+// certificate.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan struct{}, reload <-chan os.Signal) error {
 	s, err := New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -300,12 +349,22 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan s
 	if err := s.Start(ctx); err != nil {
 		return errors.Join(err, s.store.Close())
 	}
-	select {
-	case <-ctx.Done():
-		s.log.Info("shutting down: finishing deliveries in flight", "timeout", cfg.ShutdownTimeout)
-	case err := <-s.http.serve:
-		s.http.serve <- err
-		log.Error("HTTP server stopped", "err", err)
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			s.log.Info("shutting down: finishing deliveries in flight", "timeout", cfg.ShutdownTimeout)
+			running = false
+		case err := <-s.http.serve:
+			s.http.serve <- err
+			log.Error("HTTP server stopped", "err", err)
+			running = false
+		case <-reload:
+			if leaf, err := s.ReloadTLS(); err != nil {
+				s.log.Error("TLS certificate not reloaded: still serving the previous one", "err", err)
+			} else {
+				s.log.Info("TLS certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+			}
+		}
 	}
 	return s.Stop(hard)
 }
