@@ -6,8 +6,12 @@
 # lets the test users in over TCP and creates the `test` databases. It fails
 # loudly, never skips, when a database cannot be reached.
 #
-# Point at other servers with ROWQ_TEST_MYSQL_URL / ROWQ_TEST_POSTGRES_URL
-# (then nothing is installed or started). Extra arguments go to `go test`.
+# It also turns TLS on in PostgreSQL if it is off, and adds a role, rowq_tls,
+# that pg_hba.conf lets in over TLS only (ROWQ_TEST_POSTGRES_TLS_URL).
+#
+# Point at other servers with ROWQ_TEST_MYSQL_URL / ROWQ_TEST_POSTGRES_URL /
+# ROWQ_TEST_POSTGRES_TLS_URL (then nothing is installed or started). Extra
+# arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +92,52 @@ if [ -z "${ROWQ_TEST_POSTGRES_URL:-}" ]; then
     psql "$PG_URL" -qc 'CREATE DATABASE test' || die "could not create PostgreSQL database test"
   fi
   export ROWQ_TEST_POSTGRES_URL="postgres://postgres:rowq@127.0.0.1:5432/test?sslmode=disable"
+fi
+
+# --- PostgreSQL over TLS -----------------------------------------------------
+# A role that pg_hba.conf lets in over TLS only, for the test that runs a
+# store on a TLS connection (internal/store/postgres). The server's own
+# certificate (Debian's snakeoil, self-signed) serves as the CA to verify it
+# against. Changes are applied with a reload, never a restart.
+if [ -z "${ROWQ_TEST_POSTGRES_TLS_URL:-}" ]; then
+  [ -n "${PG_URL:-}" ] || die "ROWQ_TEST_POSTGRES_URL names a server of your own: set ROWQ_TEST_POSTGRES_TLS_URL too (a role that server lets in over TLS only)"
+  pg() { psql "$PG_URL" -Atqc "$1"; }
+  if [ "$(pg 'SHOW ssl')" != on ]; then
+    say "turning TLS on in PostgreSQL with a self-signed certificate (reload)"
+    pgconf=$(dirname "$(pg 'SHOW config_file')")
+    command -v openssl >/dev/null || apt_install openssl
+    $SUDO openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=localhost \
+      -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+      -keyout "$pgconf/rowq-test.key" -out "$pgconf/rowq-test.crt" 2>/dev/null || die "could not make a certificate for PostgreSQL"
+    $SUDO chown postgres:postgres "$pgconf/rowq-test.key" "$pgconf/rowq-test.crt"
+    $SUDO chmod 600 "$pgconf/rowq-test.key"
+    pg "ALTER SYSTEM SET ssl_cert_file = '$pgconf/rowq-test.crt'" && pg "ALTER SYSTEM SET ssl_key_file = '$pgconf/rowq-test.key'" \
+      && pg "ALTER SYSTEM SET ssl = on" && pg 'SELECT pg_reload_conf()' >/dev/null || die "could not turn TLS on in PostgreSQL"
+    ssl_on() { [ "$(pg 'SHOW ssl')" = on ]; }
+    wait_until 10 ssl_on || die "PostgreSQL did not turn TLS on (see its log)"
+  fi
+  pg_cert=$(pg 'SHOW ssl_cert_file')
+  [ -r "$pg_cert" ] || die "cannot read PostgreSQL's certificate $pg_cert"
+  if [ "$(pg "SELECT 1 FROM pg_roles WHERE rolname = 'rowq_tls'")" != 1 ]; then
+    pg 'CREATE ROLE rowq_tls LOGIN' || die "could not create the PostgreSQL role rowq_tls"
+  fi
+  psql "$PG_URL" -qc "SET password_encryption = 'scram-sha-256'; ALTER ROLE rowq_tls PASSWORD 'rowq_tls'" \
+    || die "could not set the password of the PostgreSQL role rowq_tls"
+  pg_hba=$(pg 'SHOW hba_file')
+  if ! $SUDO grep -q '^hostnossl all rowq_tls all reject' "$pg_hba"; then
+    say "letting the role rowq_tls into PostgreSQL over TLS only (pg_hba.conf, reload)"
+    hba_new=$(mktemp)
+    { printf '# rowq tests (scripts/test.sh): the role rowq_tls over TLS only\n'
+      printf 'hostssl all rowq_tls all scram-sha-256\nhostnossl all rowq_tls all reject\n'
+      $SUDO cat "$pg_hba"; } > "$hba_new" || die "could not read $pg_hba"
+    $SUDO tee "$pg_hba" < "$hba_new" >/dev/null || die "could not update $pg_hba"
+    rm -f "$hba_new"
+    [ "$(pg 'SELECT count(*) FROM pg_hba_file_rules WHERE error IS NOT NULL')" = 0 ] || die "$pg_hba has errors"
+    pg 'SELECT pg_reload_conf()' >/dev/null || die "could not reload PostgreSQL"
+  fi
+  export ROWQ_TEST_POSTGRES_TLS_URL="postgres://rowq_tls:rowq_tls@127.0.0.1:5432/test?sslmode=verify-ca&sslrootcert=$pg_cert"
+  wait_until 10 psql "$ROWQ_TEST_POSTGRES_TLS_URL" -Atqc 'SELECT 1' \
+    || die "PostgreSQL does not let rowq_tls in over TLS ($ROWQ_TEST_POSTGRES_TLS_URL)"
 fi
 
 say "go test -race ./... (MariaDB, PostgreSQL and SQLite)"

@@ -2,8 +2,10 @@
 // or PostgreSQL database (dropped when the test ends) or a new SQLite file.
 //
 // The servers are found through ROWQ_TEST_MYSQL_URL and ROWQ_TEST_POSTGRES_URL
-// (defaults: the local MariaDB and PostgreSQL that `make test` prepares). A
-// server that cannot be reached fails the test: it is never skipped.
+// (defaults: the local MariaDB and PostgreSQL that `make test` prepares), and
+// a PostgreSQL role that connects over TLS only through
+// ROWQ_TEST_POSTGRES_TLS_URL. A server that cannot be reached fails the test:
+// it is never skipped.
 package dbtest
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +47,12 @@ func ForEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
 var (
 	MySQLURL    = env("ROWQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 	PostgresURL = env("ROWQ_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	// PostgresTLSURL is a role of the PostgreSQL test server that its
+	// pg_hba.conf lets in over TLS only, with the URL's sslmode and
+	// sslrootcert (scripts/test.sh makes the role rowq_tls and verifies
+	// the server against its own, self-signed, certificate).
+	PostgresTLSURL = env("ROWQ_TEST_POSTGRES_TLS_URL",
+		"postgres://rowq_tls:rowq_tls@127.0.0.1:5432/test?sslmode=verify-ca&sslrootcert=/etc/ssl/certs/ssl-cert-snakeoil.pem")
 )
 
 func env(name, def string) string {
@@ -80,6 +89,31 @@ func URL(t testing.TB, dialect string) string {
 		return ""
 	}
 }
+
+// PostgresTLS creates an empty database on the PostgreSQL test server,
+// owned by PostgresTLSURL's role, and returns its URL over TLS. The
+// database is dropped when the test ends. It fails the test when the role
+// is missing: scripts/test.sh makes it.
+func PostgresTLS(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(PostgresTLSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := u.User.Username()
+	name := "rowq_t_" + randHex(6)
+	admin := openAdmin(t, "pgx", PostgresURL, PostgresURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" OWNER "+quoteIdent(role)); err != nil {
+		admin.Close()
+		t.Fatalf("dbtest: create a database owned by %q, the role of ROWQ_TEST_POSTGRES_TLS_URL (run scripts/test.sh, which makes it): %v", role, err)
+	}
+	t.Cleanup(func() { exec(t, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); admin.Close() })
+	return withPath(t, PostgresTLSURL, name)
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // Open creates a fresh database on the dialect's server, opens and migrates
 // a store on it, and closes the store when the test ends.

@@ -10,14 +10,19 @@ package mysql
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,7 +96,11 @@ func OpenURL(databaseURL string) (*Store, error) {
 
 // DSNFromURL turns mysql://user:pass@host:port/db?params into the
 // go-sql-driver DSN user:pass@tcp(host:port)/db?params; the port defaults
-// to 3306.
+// to 3306. The params go to the driver as they are (tls=true verifies the
+// server against the system's certificate authorities), but for
+// tls-ca=FILE: the server's certificate must then be signed by a CA of
+// that PEM file and name the host, through a TLS configuration registered
+// with the driver.
 func DSNFromURL(databaseURL string) (string, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil {
@@ -112,14 +121,49 @@ func DSNFromURL(databaseURL string) (string, error) {
 		return "", fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", u.Redacted())
 	}
 	dsn := cfg.FormatDSN()
-	if u.RawQuery != "" {
+	query := u.RawQuery
+	if q := u.Query(); q.Has("tls-ca") {
+		name, err := registerCA(q.Get("tls-ca"), q.Get("tls"))
+		if err != nil {
+			return "", fmt.Errorf("database URL %q: %w", u.Redacted(), err)
+		}
+		q.Del("tls-ca")
+		q.Set("tls", name)
+		query = q.Encode()
+	}
+	if query != "" {
 		sep := "?"
 		if strings.Contains(dsn, "?") {
 			sep = "&"
 		}
-		dsn += sep + u.RawQuery
+		dsn += sep + query
 	}
 	return dsn, nil
+}
+
+// registerCA registers with the driver a TLS configuration that trusts the
+// certificate authorities of the PEM file caFile, and returns its name
+// for the DSN's tls parameter. tls is the URL's own tls parameter, which
+// may only ask for verification.
+func registerCA(caFile, tlsParam string) (string, error) {
+	if tlsParam != "" && tlsParam != "true" {
+		return "", fmt.Errorf("tls-ca verifies the server: it goes with tls=true or no tls parameter, got tls=%s", tlsParam)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return "", fmt.Errorf("tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return "", fmt.Errorf("tls-ca: no PEM certificate in %s", caFile)
+	}
+	sum := sha256.Sum256(append([]byte(caFile+"\x00"), pem...))
+	name := "rowq-ca-" + hex.EncodeToString(sum[:8])
+	// The driver sets ServerName to the DSN's host, and so checks it.
+	if err := mysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}); err != nil {
+		return "", fmt.Errorf("tls-ca: %w", err)
+	}
+	return name, nil
 }
 
 // connector sets the isolation level on each new connection: no session
