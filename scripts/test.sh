@@ -6,8 +6,10 @@
 # lets the test users in over TCP and creates the `test` databases. It fails
 # loudly, never skips, when a database cannot be reached.
 #
-# It also turns TLS on in PostgreSQL if it is off, and adds a role, rowq_tls,
-# that pg_hba.conf lets in over TLS only (ROWQ_TEST_POSTGRES_TLS_URL).
+# It also turns TLS on in PostgreSQL if it is off, adds a role, rowq_tls,
+# that pg_hba.conf lets in over TLS only (ROWQ_TEST_POSTGRES_TLS_URL), and
+# installs Chromium for the dashboard's browser tests (or set
+# ROWQ_TEST_CHROMIUM to a browser binary).
 #
 # Point at other servers with ROWQ_TEST_MYSQL_URL / ROWQ_TEST_POSTGRES_URL /
 # ROWQ_TEST_POSTGRES_TLS_URL (then nothing is installed or started). Extra
@@ -38,6 +40,11 @@ command -v go >/dev/null || die "Go is not installed (need Go 1.26+)"
 for tool in curl jq python3 mypy; do
   command -v "$tool" >/dev/null || { say "installing $tool"; apt_install "$tool"; }
 done
+# The dashboard's tests drive a real headless Chromium (internal/browsertest).
+if [ -z "${ROWQ_TEST_CHROMIUM:-}" ] && ! command -v chromium >/dev/null; then
+  say "installing Chromium"
+  apt_install chromium
+fi
 
 # --- MariaDB -----------------------------------------------------------------
 if [ -z "${ROWQ_TEST_MYSQL_URL:-}" ]; then

@@ -1,0 +1,111 @@
+// Package browsertest drives a real headless Chromium from Go tests, through
+// chromedp, for the tests of rowq's dashboard: what a browser does with a
+// page (cookies, forms, redirects, TLS) is checked by a browser, not only by
+// HTTP requests. It uses Debian's chromium package, which scripts/test.sh
+// installs; a missing browser fails the test.
+//
+// A test starts one browser (New) and opens a tab per page or per subtest
+// (Tab, or Incognito for cookies of its own); Do and Get run chromedp
+// actions in a tab and fail the test on error.
+package browsertest
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Timeout bounds everything one browser does for a test.
+const Timeout = 30 * time.Second
+
+// Path returns the Chromium binary: $ROWQ_TEST_CHROMIUM if set, else
+// chromium (Debian's package) or chromium-browser on the PATH. It fails
+// the test when there is none.
+func Path(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ROWQ_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("browsertest: no Chromium: install Debian's chromium package (scripts/test.sh does) or set ROWQ_TEST_CHROMIUM")
+	return ""
+}
+
+// TrustCert makes the browser accept a server certificate whose public key
+// is cert's, whoever signed it, and no other invalid certificate: a test
+// serving HTTPS with a throwaway CA (package testcert) passes it to New.
+func TrustCert(cert *x509.Certificate) chromedp.ExecAllocatorOption {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(sum[:]))
+}
+
+// New starts a headless Chromium for the test, with opts added to the
+// defaults, and returns the context of its first tab. The browser stops
+// when the test ends or after Timeout.
+//
+// chromedp's defaults suit a container (--headless, no use of /dev/shm,
+// which containers keep small); New adds --no-sandbox, since tests run as
+// root and Chromium's sandbox refuses root.
+func New(t testing.TB, opts ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	all := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(Path(t)), chromedp.NoSandbox)
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(all, opts...)...)
+	ctx, cancelBrowser := chromedp.NewContext(ctx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancelTimeout() })
+	// The first run starts the browser: a missing or broken one fails here.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("browsertest: start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// Tab opens a new tab in the browser of ctx (from New) and closes it when
+// the test ends. Tabs of one browser share its cookies.
+func Tab(t testing.TB, ctx context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	return tab
+}
+
+// Incognito opens a tab in a browser context of its own, whose cookies and
+// storage no other tab sees: a second user, or one who never logged in.
+func Incognito(t testing.TB, ctx context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	return tab
+}
+
+// Do runs the steps in the tab ctx, in order, and fails the test at the
+// first that fails.
+func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
+
+// Get runs an action that reads a value in the tab ctx, such as
+// chromedp.Text, and returns the value; it fails the test if the action
+// fails.
+func Get[T any](t testing.TB, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	return v
+}
