@@ -221,7 +221,9 @@ func (c *Config) Validate() error {
 }
 
 // MySQLURLFromDSN turns a go-sql-driver DSN (Fireworq's FIREWORQ_MYSQL_DSN,
-// such as user:pass@tcp(127.0.0.1:3306)/db) into a mysql:// URL.
+// such as user:pass@tcp(127.0.0.1:3306)/db?tls=true) into a mysql:// URL.
+// The DSN's parameters go along as they are, tls=… among them, so a
+// deployment that asked for TLS keeps it.
 func MySQLURLFromDSN(dsn string) (string, error) {
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
@@ -238,7 +240,13 @@ func MySQLURLFromDSN(dsn string) (string, error) {
 		}
 		u += "@"
 	}
-	return u + cfg.Addr + "/" + cfg.DBName, nil
+	u += cfg.Addr + "/" + cfg.DBName
+	// As the driver reads it: the parameters follow the first '?' after
+	// the last '/'.
+	if _, params, ok := strings.Cut(dsn[strings.LastIndex(dsn, "/")+1:], "?"); ok && params != "" {
+		u += "?" + params
+	}
+	return u, nil
 }
 
 func urlEscape(s string) string {

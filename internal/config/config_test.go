@@ -1,0 +1,48 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestMySQLURLFromDSN: Fireworq's DSN becomes a URL with its parameters,
+// so that tls=true (or a timeout) is not lost on the way.
+func TestMySQLURLFromDSN(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dsn, want string }{
+		{"u:p@tcp(db:3306)/fireworq", "mysql://u:p@db:3306/fireworq"},
+		{"u:p@tcp(db:3306)/fireworq?tls=true&timeout=5s", "mysql://u:p@db:3306/fireworq?tls=true&timeout=5s"},
+		{"u:p/?w@tcp(db:3306)/fireworq?tls=skip-verify", "mysql://u:p%2F%3Fw@db:3306/fireworq?tls=skip-verify"},
+	} {
+		got, err := MySQLURLFromDSN(tc.dsn)
+		if err != nil || got != tc.want {
+			t.Errorf("MySQLURLFromDSN(%q) = %q, %v; want %q", tc.dsn, got, err, tc.want)
+		}
+	}
+}
+
+// TestLoad_TLS: the TLS settings come from flags or ROWQ_ names, and a
+// certificate without its key (or the reverse) is refused naming both.
+func TestLoad_TLS(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string, args ...string) (Config, error) {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return Load(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	}
+	c, err := load(map[string]string{"ROWQ_TLS_CERT": "c.pem", "ROWQ_TLS_KEY": "k.pem", "ROWQ_CA_FILE": "ca.pem"})
+	if err != nil || c.TLSCert != "c.pem" || c.TLSKey != "k.pem" || c.CAFile != "ca.pem" {
+		t.Errorf("from the environment: %+v, %v", c, err)
+	}
+	c, err = load(map[string]string{"ROWQ_TLS_CERT": "c.pem"}, "--tls-key", "flag.pem")
+	if err != nil || c.TLSKey != "flag.pem" {
+		t.Errorf("key from a flag: %q, %v", c.TLSKey, err)
+	}
+	for _, args := range [][]string{{"--tls-cert", "c.pem"}, {"--tls-key", "k.pem"}} {
+		if _, err := load(nil, args...); err == nil || !strings.Contains(err.Error(), "tls-cert, tls-key: give both files or neither") {
+			t.Errorf("%v: err = %v, want both or neither", args, err)
+		}
+	}
+}
