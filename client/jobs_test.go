@@ -1,14 +1,13 @@
 package client_test
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/server/servertest"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/rowqtype"
@@ -23,20 +22,7 @@ func startServer(t *testing.T, dialect string) (*client.Client, *server.Server) 
 	cfg.DatabaseURL = dbtest.URL(t, dialect)
 	cfg.QueueDefault = ""
 	cfg.ConfigRefreshInterval = 100 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(nil); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
+	s := servertest.Start(t, cfg)
 	return client.New(s.Addr(), nil), s
 }
 

@@ -2,13 +2,12 @@ package bench_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/internal/bench"
 	"github.com/rowq/rowq/internal/config"
-	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/server/servertest"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -24,16 +23,9 @@ func TestRun_Modes(t *testing.T) {
 			cfg.DatabaseURL = dbURL
 			cfg.QueueDefault = ""
 			cfg.ConfigRefreshInterval = 100 * time.Millisecond
+			s := servertest.Start(t, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Stop(nil)
 			for _, tc := range []struct {
 				name string
 				o    bench.Options

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/config"
-	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/server/servertest"
 	"github.com/rowq/rowq/internal/testworker"
 )
 
@@ -25,16 +23,7 @@ func startServer(t *testing.T) string {
 	cfg.DatabaseURL = "sqlite://" + filepath.Join(t.TempDir(), "rowq.db")
 	cfg.QueueDefault = ""
 	cfg.ConfigRefreshInterval = 100 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop(nil) })
+	s := servertest.Start(t, cfg)
 	return "http://" + s.Addr()
 }
 

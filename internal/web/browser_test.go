@@ -1,19 +1,16 @@
 package web_test
 
 import (
-	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/browsertest"
 	"github.com/rowq/rowq/internal/config"
-	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/server/servertest"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testcert"
 	"github.com/rowq/rowq/rowqtype"
@@ -71,20 +68,7 @@ func startTLSNode(t *testing.T, dialect string, ca *testcert.CA, cert *testcert.
 	cfg.QueueDefault = ""
 	cfg.TLSCert, cfg.TLSKey = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	cert.WriteFiles(t, cfg.TLSCert, cfg.TLSKey)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(nil); err != nil {
-			t.Errorf("stop node: %v", err)
-		}
-	})
+	s := servertest.Start(t, cfg)
 	hc, err := client.HTTPClient(ca.WriteFile(t, dir))
 	if err != nil {
 		t.Fatal(err)
