@@ -247,10 +247,10 @@ func (s *Server) nudges() notify.Config {
 }
 
 // ReloadTLS reads the TLS certificate and key files again, as rowq serve
-// does on SIGHUP: new connections get the new certificate, and those open
-// keep theirs. If the files do not hold a valid pair, the node keeps
-// serving the certificate it had and the error says why. On a node that
-// serves plain HTTP it returns an error.
+// does on SIGHUP, and returns the certificate served from now on: new
+// connections get it, and those open keep theirs. If the files do not hold
+// a valid pair, the node keeps serving the certificate it had and the
+// error says why. On a node that serves plain HTTP it returns an error.
 func (s *Server) ReloadTLS() (*x509.Certificate, error) {
 	if s.cert == nil {
 		return nil, errors.New("reload TLS certificate: serving plain HTTP (no --tls-cert)")
