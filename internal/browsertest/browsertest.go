@@ -22,7 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Timeout bounds everything one browser does for a test.
+// Timeout bounds the start of a browser, and each Do or Get.
 const Timeout = 30 * time.Second
 
 // Path returns the Chromium binary: $ROWQ_TEST_CHROMIUM if set, else
@@ -51,8 +51,8 @@ func TrustCert(cert *x509.Certificate) chromedp.ExecAllocatorOption {
 }
 
 // New starts a headless Chromium for the test, with opts added to the
-// defaults, and returns the context of its first tab. The browser stops
-// when the test ends or after Timeout.
+// defaults, and returns the context of its first tab. The browser lives
+// until the test ends.
 //
 // chromedp's defaults suit a container (--headless, no use of /dev/shm,
 // which containers keep small); New adds --no-sandbox, since tests run as
@@ -60,15 +60,30 @@ func TrustCert(cert *x509.Certificate) chromedp.ExecAllocatorOption {
 func New(t testing.TB, opts ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	all := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(Path(t)), chromedp.NoSandbox)
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), Timeout)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(all, opts...)...)
+	// No deadline on the browser's own context: chromedp ends the browser
+	// with it. Each Do and Get has one of its own.
+	ctx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(all, opts...)...)
 	ctx, cancelBrowser := chromedp.NewContext(ctx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancelTimeout() })
-	// The first run starts the browser: a missing or broken one fails here.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("browsertest: start Chromium: %v", err)
-	}
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	open(t, ctx, "start Chromium") // a missing or broken browser fails here
 	return ctx
+}
+
+// open makes the first run on a chromedp context, which starts its browser
+// or opens its tab. It runs on ctx itself, not on a context with a
+// deadline: what it starts lives as long as the context of that run.
+func open(t testing.TB, ctx context.Context, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("browsertest: %s: %v", what, err)
+		}
+	case <-time.After(Timeout):
+		t.Fatalf("browsertest: %s: not done within %v", what, Timeout)
+	}
 }
 
 // Tab opens a new tab in the browser of ctx (from New) and closes it when
@@ -77,6 +92,7 @@ func Tab(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	t.Cleanup(cancel)
+	open(t, tab, "open a tab")
 	return tab
 }
 
@@ -86,23 +102,28 @@ func Incognito(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
+	open(t, tab, "open an incognito tab")
 	return tab
 }
 
-// Do runs the steps in the tab ctx, in order, and fails the test at the
-// first that fails.
+// Do runs the steps in the tab ctx, in order, within Timeout, and fails
+// the test at the first that fails.
 func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 }
 
 // Get runs an action that reads a value in the tab ctx, such as
-// chromedp.Text, and returns the value; it fails the test if the action
-// fails.
+// chromedp.Text, within Timeout, and returns the value; it fails the test
+// if the action fails.
 func Get[T any](t testing.TB, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
 		t.Fatalf("browser: %v", err)
