@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/rowq/rowq/internal/egress"
 )
 
 // Config is the server's configuration.
@@ -41,6 +43,11 @@ type Config struct {
 	DispatchMaxConnsPerHost int
 	DispatchIdleConnTimeout time.Duration
 	DispatchHandoff         bool
+
+	// Worker URLs (docs/security.md): the allow list and the refusal of
+	// private addresses.
+	WorkerURLAllow    string
+	WorkerDenyPrivate bool
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -122,6 +129,10 @@ func (c *Config) options() []option {
 			fromFireworq: unitDur(&c.DispatchIdleConnTimeout, time.Second)},
 		{flag: "dispatch-handoff", env: "ROWQ_DISPATCH_HANDOFF", value: (*boolValue)(&c.DispatchHandoff),
 			usage: "hand a job enqueued on the node that leads its queue straight to its dispatcher when a worker slot is free and nothing is waiting"},
+		{flag: "worker-url-allow", env: "ROWQ_WORKER_URL_ALLOW", value: (*strValue)(&c.WorkerURLAllow),
+			usage: `worker URLs jobs and schedules may name, comma-separated: URL prefixes (https://hooks.example.com/), host globs (*.svc.cluster.local) or CIDRs (10.1.0.0/16); "" allows any http(s) URL`},
+		{flag: "worker-deny-private", env: "ROWQ_WORKER_DENY_PRIVATE", value: (*boolValue)(&c.WorkerDenyPrivate),
+			usage: "refuse deliveries to loopback and private addresses too (link-local and cloud metadata addresses are always refused)"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -197,6 +208,9 @@ func (c *Config) Validate() error {
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")
+	if _, err := egress.Parse(c.WorkerURLAllow, c.WorkerDenyPrivate); err != nil {
+		check(false, "worker-url-allow: %v", err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -308,3 +322,4 @@ func (c Config) Settings(redact func(string) string) map[string]string {
 	out["database-url"] = redact(c.DatabaseURL)
 	return out
 }
+

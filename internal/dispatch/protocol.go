@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -52,29 +53,41 @@ func requestBody(payload json.RawMessage) []byte {
 
 // deliver POSTs the job to its worker and interprets the answer. The HTTP
 // status code is recorded but does not decide the outcome; the body does.
-func deliver(ctx context.Context, client *http.Client, userAgent string, j *store.Job) Result {
+// A URL or an address the worker-URL policy refuses fails the job for
+// good: delivering it again would be refused again.
+func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 	if j.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.Timeout)*time.Second)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(requestBody(j.Payload)))
+	body := requestBody(j.Payload)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(body))
 	if err != nil {
 		return Result{Status: StatusFailure, Message: truncate("build request: " + err.Error())}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if userAgent != "" {
-		req.Header.Set("User-Agent", userAgent)
+	// Checked again here: the job may have been stored before the allow
+	// list changed, or by a schedule or a retry from the failure log.
+	if err := cfg.WorkerURLs.CheckURL(req.URL); err != nil {
+		return Result{Status: StatusPermanentFailure, Message: truncate("worker url refused: " + err.Error())}
 	}
-	resp, err := client.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.UserAgent != "" {
+		req.Header.Set("User-Agent", cfg.UserAgent)
+	}
+	resp, err := cfg.Client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
+		var refused *egress.Error
+		switch {
+		case errors.As(err, &refused):
+			return Result{Status: StatusPermanentFailure, Message: truncate("delivery " + refused.Error())}
+		case errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0:
 			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout)}
 		}
 		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error())}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		msg := "read response: " + err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
@@ -82,7 +95,12 @@ func deliver(ctx context.Context, client *http.Client, userAgent string, j *stor
 		}
 		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg)}
 	}
-	return parseResponse(resp.StatusCode, body)
+	if resp.StatusCode/100 == 3 && !json.Valid(answer) {
+		// The client follows no redirect (see the server's worker client).
+		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(fmt.Sprintf(
+			"worker answered %d, a redirect to %q, which rowq does not follow: give the job the final url", resp.StatusCode, resp.Header.Get("Location")))}
+	}
+	return parseResponse(resp.StatusCode, answer)
 }
 
 // parseResponse reads {"status": "...", "message": "..."}. Anything else is

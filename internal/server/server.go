@@ -19,6 +19,7 @@ import (
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/lock"
@@ -40,9 +41,11 @@ type Server struct {
 	cfg   config.Config
 	log   *slog.Logger
 	store store.Store
-	ln    net.Listener
-	api   *httpapi.API
-	http  *httpService
+	// workerURLs decides where deliveries may go.
+	workerURLs *egress.Policy
+	ln         net.Listener
+	api        *httpapi.API
+	http       *httpService
 	// started holds the services Start started, in order; Stop stops
 	// them in reverse.
 	started []service
@@ -64,6 +67,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Validate has checked the policy.
+	workerURLs, err := egress.Parse(cfg.WorkerURLAllow, cfg.WorkerDenyPrivate)
+	if err != nil {
+		return nil, fmt.Errorf("worker-url-allow: %w", err)
+	}
 	st, err := backend.Open(cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -75,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if cfg.NodeID == "" {
 		cfg.NodeID = newNodeID()
 	}
-	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st}, nil
+	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st, workerURLs: workerURLs}, nil
 }
 
 // Migrate applies the schema, retrying while the database is unavailable
@@ -160,8 +168,9 @@ func (s *Server) Start(ctx context.Context) error {
 		Logger:          s.log,
 		Node:            cfg.NodeID,
 		Host:            host,
-		Client:          workerClient(cfg),
+		Client:          workerClient(cfg, s.workerURLs),
 		UserAgent:       cfg.DispatchUserAgent,
+		WorkerURLs:      s.workerURLs,
 		RefreshInterval: cfg.ConfigRefreshInterval,
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
@@ -197,6 +206,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Scheduler:     sched,
 		Pages:         pages(view, s.log),
 		QueueDefaults: defaults,
+		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
@@ -226,15 +236,24 @@ func pages(st store.Store, log *slog.Logger) []httpapi.Page {
 }
 
 // workerClient is the HTTP client that delivers jobs. Per-job timeouts
-// come from each job's context.
-func workerClient(cfg config.Config) *http.Client {
+// come from each job's context. Its dialer refuses the addresses the
+// worker-URL policy refuses, checked on the address dialled, after name
+// resolution. It goes through no proxy (HTTP_PROXY would make the proxy's
+// address the one checked) and follows no redirect (a redirect would
+// leave the allow list behind): a 3xx answer is the worker's answer.
+func workerClient(cfg config.Config, urls *egress.Policy) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = urls.Guard(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.DisableKeepAlives = !cfg.DispatchKeepAlive
 	t.MaxConnsPerHost = cfg.DispatchMaxConnsPerHost
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = cfg.DispatchIdleConnTimeout
-	return &http.Client{Transport: t}
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Stop shuts the node down softly: lock waits end, the API stops
