@@ -17,6 +17,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 )
 
 // Config is the server's configuration.
@@ -44,10 +45,12 @@ type Config struct {
 	DispatchIdleConnTimeout time.Duration
 	DispatchHandoff         bool
 
-	// Worker URLs (docs/security.md): the allow list and the refusal of
-	// private addresses.
+	// Worker URLs and signed deliveries (docs/security.md): the allow
+	// list, the refusal of private addresses, and the Standard Webhooks
+	// signing secrets, comma-separated, "" for none.
 	WorkerURLAllow    string
 	WorkerDenyPrivate bool
+	SigningSecret     string
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -133,6 +136,8 @@ func (c *Config) options() []option {
 			usage: `worker URLs jobs and schedules may name, comma-separated: URL prefixes (https://hooks.example.com/), host globs (*.svc.cluster.local) or CIDRs (10.1.0.0/16); "" allows any http(s) URL`},
 		{flag: "worker-deny-private", env: "ROWQ_WORKER_DENY_PRIVATE", value: (*boolValue)(&c.WorkerDenyPrivate),
 			usage: "refuse deliveries to loopback and private addresses too (link-local and cloud metadata addresses are always refused)"},
+		{flag: "signing-secret", env: "ROWQ_SIGNING_SECRET", value: (*strValue)(&c.SigningSecret),
+			usage: "sign deliveries (Standard Webhooks) with these secrets, comma-separated for rotation, each whsec_ and base64 of 24..64 bytes"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -210,6 +215,9 @@ func (c *Config) Validate() error {
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")
 	if _, err := egress.Parse(c.WorkerURLAllow, c.WorkerDenyPrivate); err != nil {
 		check(false, "worker-url-allow: %v", err)
+	}
+	if _, err := signing.ParseSecrets(c.SigningSecret); err != nil {
+		check(false, "signing-secret: %v", err)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -320,6 +328,18 @@ func (c Config) Settings(redact func(string) string) map[string]string {
 		out[o.flag] = o.value.String()
 	}
 	out["database-url"] = redact(c.DatabaseURL)
+	out["signing-secret"] = maskSecrets(c.SigningSecret)
 	return out
 }
 
+// maskSecrets shows comma-separated secrets as one "xxxxx" each, so that
+// /settings tells how many are set and never what they are.
+func maskSecrets(s string) string {
+	var n int
+	for e := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(e) != "" {
+			n++
+		}
+	}
+	return strings.TrimSuffix(strings.Repeat("xxxxx,", n), ",")
+}

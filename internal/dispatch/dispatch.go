@@ -38,6 +38,7 @@ import (
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
@@ -66,6 +67,8 @@ type Config struct {
 	// but link-local and metadata addresses); a URL it refuses, or an
 	// *egress.Error from the dialer, fails the job for good.
 	WorkerURLs *egress.Policy
+	// Signer signs deliveries (Standard Webhooks); nil signs none.
+	Signer *signing.Signer
 	// RefreshInterval is how often the node heartbeats, claims queues and
 	// reloads queue settings (1s).
 	RefreshInterval time.Duration

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -71,10 +73,7 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 	if err := cfg.WorkerURLs.CheckURL(req.URL); err != nil {
 		return Result{Status: StatusPermanentFailure, Message: truncate("worker url refused: " + err.Error())}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if cfg.UserAgent != "" {
-		req.Header.Set("User-Agent", cfg.UserAgent)
-	}
+	setHeaders(req.Header, cfg, j, body)
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		var refused *egress.Error
@@ -101,6 +100,46 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 			"worker answered %d, a redirect to %q, which rowq does not follow: give the job the final url", resp.StatusCode, resp.Header.Get("Location")))}
 	}
 	return parseResponse(resp.StatusCode, answer)
+}
+
+// setHeaders sets what every delivery carries: the content type, the user
+// agent, the job's id, attempt, queue and category, and with a signer the
+// Standard Webhooks headers (as the spec spells them, in lower case).
+// One slice holds every value: one allocation instead of one per header.
+func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte) {
+	v := make([]string, 0, 9)
+	set := func(name, value string) {
+		v = append(v, value)
+		h[name] = v[len(v)-1 : len(v) : len(v)]
+	}
+	set("Content-Type", "application/json")
+	if cfg.UserAgent != "" {
+		set("User-Agent", cfg.UserAgent)
+	}
+	set("Rowq-Job-Id", strconv.FormatInt(j.ID, 10))
+	set("Rowq-Attempt", strconv.Itoa(j.FailCount+1))
+	set("Rowq-Queue", j.Queue)
+	set("Rowq-Category", j.Category)
+	if cfg.Signer != nil {
+		id, ts := MessageID(j), strconv.FormatInt(time.Now().Unix(), 10)
+		set(signing.HeaderID, id)
+		set(signing.HeaderTimestamp, ts)
+		set(signing.HeaderSignature, cfg.Signer.Sign(id, ts, body))
+	}
+}
+
+// MessageID is a job's webhook-id: "msg_", the job id and its creation
+// time in microseconds (base 36). Every attempt of the job has the same
+// one, a retry from the failure log too (it keeps its id and created_at),
+// and the creation time keeps ids apart across databases and after a
+// MySQL auto-increment counter goes back.
+func MessageID(j *store.Job) string {
+	b := make([]byte, 0, 32)
+	b = append(b, "msg_"...)
+	b = strconv.AppendInt(b, j.ID, 10)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, j.CreatedAt.UnixMicro(), 36)
+	return string(b)
 }
 
 // parseResponse reads {"status": "...", "message": "..."}. Anything else is

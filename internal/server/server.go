@@ -26,6 +26,7 @@ import (
 	"github.com/rowq/rowq/internal/metrics"
 	"github.com/rowq/rowq/internal/notify"
 	"github.com/rowq/rowq/internal/schedule"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
@@ -41,8 +42,9 @@ type Server struct {
 	cfg   config.Config
 	log   *slog.Logger
 	store store.Store
-	// workerURLs decides where deliveries may go.
+	// workerURLs decides where deliveries may go; signer signs them.
 	workerURLs *egress.Policy
+	signer     *signing.Signer
 	ln         net.Listener
 	api        *httpapi.API
 	http       *httpService
@@ -67,10 +69,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	// Validate has checked the policy.
+	// Validate has checked the policy and the secrets.
 	workerURLs, err := egress.Parse(cfg.WorkerURLAllow, cfg.WorkerDenyPrivate)
 	if err != nil {
 		return nil, fmt.Errorf("worker-url-allow: %w", err)
+	}
+	keys, err := signing.ParseSecrets(cfg.SigningSecret)
+	if err != nil {
+		return nil, fmt.Errorf("signing-secret: %w", err)
 	}
 	st, err := backend.Open(cfg.DatabaseURL)
 	if err != nil {
@@ -83,7 +89,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if cfg.NodeID == "" {
 		cfg.NodeID = newNodeID()
 	}
-	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st, workerURLs: workerURLs}, nil
+	return &Server{cfg: cfg, log: log.With("node", cfg.NodeID), store: st, workerURLs: workerURLs, signer: signing.NewSigner(keys)}, nil
 }
 
 // Migrate applies the schema, retrying while the database is unavailable
@@ -171,6 +177,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Client:          workerClient(cfg, s.workerURLs),
 		UserAgent:       cfg.DispatchUserAgent,
 		WorkerURLs:      s.workerURLs,
+		Signer:          s.signer,
 		RefreshInterval: cfg.ConfigRefreshInterval,
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
