@@ -45,7 +45,7 @@ type Config struct {
 	DispatchIdleConnTimeout time.Duration
 	DispatchHandoff         bool
 
-	// Worker URLs and signed deliveries (docs/security.md): the allow
+	// Worker URLs and signed deliveries (docs/security-deliveries.md): the allow
 	// list, the refusal of private addresses, and the Standard Webhooks
 	// signing secrets, comma-separated, "" for none.
 	WorkerURLAllow    string

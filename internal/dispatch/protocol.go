@@ -121,19 +121,19 @@ func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte) {
 	set("Rowq-Queue", j.Queue)
 	set("Rowq-Category", j.Category)
 	if cfg.Signer != nil {
-		id, ts := MessageID(j), strconv.FormatInt(time.Now().Unix(), 10)
+		id, ts := messageID(j), strconv.FormatInt(time.Now().Unix(), 10)
 		set(signing.HeaderID, id)
 		set(signing.HeaderTimestamp, ts)
 		set(signing.HeaderSignature, cfg.Signer.Sign(id, ts, body))
 	}
 }
 
-// MessageID is a job's webhook-id: "msg_", the job id and its creation
+// messageID is a job's webhook-id: "msg_", the job id and its creation
 // time in microseconds (base 36). Every attempt of the job has the same
 // one, a retry from the failure log too (it keeps its id and created_at),
 // and the creation time keeps ids apart across databases and after a
 // MySQL auto-increment counter goes back.
-func MessageID(j *store.Job) string {
+func messageID(j *store.Job) string {
 	b := make([]byte, 0, 32)
 	b = append(b, "msg_"...)
 	b = strconv.AppendInt(b, j.ID, 10)

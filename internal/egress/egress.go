@@ -107,13 +107,13 @@ func (p *Policy) add(e string) error {
 	return nil
 }
 
-// Restricts reports whether the allow list holds any entry.
-func (p *Policy) Restricts() bool {
+// restricts reports whether the allow list holds any entry.
+func (p *Policy) restricts() bool {
 	return p != nil && len(p.prefixes)+len(p.hosts)+len(p.nets) > 0
 }
 
-// DeniesPrivate reports whether loopback and private addresses are refused.
-func (p *Policy) DeniesPrivate() bool { return p != nil && p.denyPrivate }
+// deniesPrivate reports whether loopback and private addresses are refused.
+func (p *Policy) deniesPrivate() bool { return p != nil && p.denyPrivate }
 
 // CheckURL checks an absolute http(s) worker URL: a host that is an IP
 // address must not be refused (see Refused), and the URL must match an
@@ -127,7 +127,7 @@ func (p *Policy) CheckURL(u *url.URL) error {
 			return &Error{msg: fmt.Sprintf("%s is %s", host, why)}
 		}
 	}
-	if !p.Restricts() || p.allows(u, host, addr, isIP) {
+	if !p.restricts() || p.allows(u, host, addr, isIP) {
 		return nil
 	}
 	return &Error{msg: fmt.Sprintf("%q matches no entry of --worker-url-allow (ROWQ_WORKER_URL_ALLOW)", u.String())}
@@ -243,7 +243,7 @@ func (p *Policy) Refused(addr netip.Addr) string {
 	case a == awsMetadata6, a == aliMetadata:
 		return "a cloud metadata address; rowq never delivers there"
 	}
-	if p.DeniesPrivate() && isPrivate(a) && !p.inNets(a) {
+	if p.deniesPrivate() && isPrivate(a) && !p.inNets(a) {
 		return "a loopback or private address, refused by --worker-deny-private (ROWQ_WORKER_DENY_PRIVATE) unless in a CIDR of --worker-url-allow"
 	}
 	return ""
