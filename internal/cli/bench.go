@@ -30,6 +30,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		handoff = fs.Bool("handoff", true, "let the in-process node hand jobs straight to its dispatcher (local hand-off)")
 		prof    = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
 		queue   = fs.String("queue", "", "use this queue in every run (it may already exist and be led by another node than --server); default: a new queue per run")
+		secret  = fs.String("signing-secret", os.Getenv("ROWQ_SIGNING_SECRET"), "let the in-process node sign its deliveries with these secrets (env ROWQ_SIGNING_SECRET)")
 	)
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
@@ -83,6 +84,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		cfg.DatabaseURL = *dbURL
 		cfg.QueueDefault = ""
 		cfg.DispatchHandoff = *handoff
+		cfg.SigningSecret = *secret
 		s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return err
@@ -94,7 +96,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		o.Server = "http://" + s.Addr()
 	}
 	o.DatabaseURL = *dbURL
-	fmt.Fprintf(stdout, "rowq bench: %s; server %s; GOMAXPROCS %d\n", o.Label(), o.Server, runtime.GOMAXPROCS(0))
+	signed := ""
+	if *target == "" && *secret != "" {
+		signed = "; deliveries signed"
+	}
+	fmt.Fprintf(stdout, "rowq bench: %s; server %s%s; GOMAXPROCS %d\n", o.Label(), o.Server, signed, runtime.GOMAXPROCS(0))
 	var e2e, enq []float64
 	var p50, p99 []time.Duration
 	bad := false

@@ -18,11 +18,21 @@ import (
 // to talk to. The commands hold no SQL, so one dialect is enough here.
 func startServer(t *testing.T) string {
 	t.Helper()
+	return startServerOn(t, "sqlite://"+filepath.Join(t.TempDir(), "rowq.db"), nil)
+}
+
+// startServerOn runs a node on the database, configured by tweak if not
+// nil, and returns its base URL.
+func startServerOn(t *testing.T, dbURL string, tweak func(*config.Config)) string {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Bind = "127.0.0.1:0"
-	cfg.DatabaseURL = "sqlite://" + filepath.Join(t.TempDir(), "rowq.db")
+	cfg.DatabaseURL = dbURL
 	cfg.QueueDefault = ""
 	cfg.ConfigRefreshInterval = 100 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	s := servertest.Start(t, cfg)
 	return "http://" + s.Addr()
 }

@@ -15,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 )
 
 // Config is the server's configuration.
@@ -49,6 +52,13 @@ type Config struct {
 	TLSCert string
 	TLSKey  string
 	CAFile  string
+
+	// Worker URLs and signed deliveries (docs/security-deliveries.md): the allow
+	// list, the refusal of private addresses, and the Standard Webhooks
+	// signing secrets, comma-separated, "" for none.
+	WorkerURLAllow    string
+	WorkerDenyPrivate bool
+	SigningSecret     string
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -135,6 +145,12 @@ func (c *Config) options() []option {
 		{flag: "tls-key", env: "ROWQ_TLS_KEY", value: (*strValue)(&c.TLSKey), usage: "PEM private key file of --tls-cert"},
 		{flag: "ca-file", env: "ROWQ_CA_FILE", value: (*strValue)(&c.CAFile),
 			usage: "PEM file of the certificate authorities trusted when nudging other nodes over HTTPS (default: the system's)"},
+		{flag: "worker-url-allow", env: "ROWQ_WORKER_URL_ALLOW", value: (*strValue)(&c.WorkerURLAllow),
+			usage: `worker URLs jobs and schedules may name, comma-separated: URL prefixes (https://hooks.example.com/), host globs (*.svc.cluster.local) or CIDRs (10.1.0.0/16); "" allows any http(s) URL`},
+		{flag: "worker-deny-private", env: "ROWQ_WORKER_DENY_PRIVATE", value: (*boolValue)(&c.WorkerDenyPrivate),
+			usage: "refuse deliveries to loopback and private addresses too (link-local and cloud metadata addresses are always refused)"},
+		{flag: "signing-secret", env: "ROWQ_SIGNING_SECRET", value: (*strValue)(&c.SigningSecret),
+			usage: "sign deliveries (Standard Webhooks) with these secrets, comma-separated for rotation, each whsec_ and base64 of 24..64 bytes"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -211,6 +227,12 @@ func (c *Config) Validate() error {
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")
+	if _, err := egress.Parse(c.WorkerURLAllow, c.WorkerDenyPrivate); err != nil {
+		check(false, "worker-url-allow: %v", err)
+	}
+	if _, err := signing.ParseSecrets(c.SigningSecret); err != nil {
+		check(false, "signing-secret: %v", err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -328,5 +350,18 @@ func (c Config) Settings(redact func(string) string) map[string]string {
 		out[o.flag] = o.value.String()
 	}
 	out["database-url"] = redact(c.DatabaseURL)
+	out["signing-secret"] = maskSecrets(c.SigningSecret)
 	return out
+}
+
+// maskSecrets shows comma-separated secrets as one "xxxxx" each, so that
+// /settings tells how many are set and never what they are.
+func maskSecrets(s string) string {
+	var n int
+	for e := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(e) != "" {
+			n++
+		}
+	}
+	return strings.TrimSuffix(strings.Repeat("xxxxx,", n), ",")
 }

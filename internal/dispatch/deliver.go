@@ -55,7 +55,7 @@ func (r *runner) process(j *store.Job) {
 	d.cfg.Stats.Busy(r.name, 1)
 	defer d.cfg.Stats.Busy(r.name, -1)
 	began := time.Now()
-	res := deliver(d.deliverCtx, d.cfg.Client, d.cfg.UserAgent, j)
+	res := deliver(d.deliverCtx, &d.cfg, j)
 	elapsed := time.Since(began)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again

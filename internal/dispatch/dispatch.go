@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/batch"
+	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
@@ -56,9 +58,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Node is this process's node id; Host the address it is reached at.
 	Node, Host string
-	// Client delivers jobs; per-job timeouts come from the job.
+	// Client delivers jobs; per-job timeouts come from the job. Its
+	// dialer should be guarded by WorkerURLs (egress.Policy.Guard), and
+	// it should follow no redirect.
 	Client    *http.Client
 	UserAgent string
+	// WorkerURLs is checked before each delivery (nil: any http(s) URL
+	// but link-local and metadata addresses); a URL it refuses, or an
+	// *egress.Error from the dialer, fails the job for good.
+	WorkerURLs *egress.Policy
+	// Signer signs deliveries (Standard Webhooks); nil signs none.
+	Signer *signing.Signer
 	// RefreshInterval is how often the node heartbeats, claims queues and
 	// reloads queue settings (1s).
 	RefreshInterval time.Duration

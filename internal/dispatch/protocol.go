@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rowq/rowq/internal/egress"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -52,29 +55,38 @@ func requestBody(payload json.RawMessage) []byte {
 
 // deliver POSTs the job to its worker and interprets the answer. The HTTP
 // status code is recorded but does not decide the outcome; the body does.
-func deliver(ctx context.Context, client *http.Client, userAgent string, j *store.Job) Result {
+// A URL or an address the worker-URL policy refuses fails the job for
+// good: delivering it again would be refused again.
+func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 	if j.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.Timeout)*time.Second)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(requestBody(j.Payload)))
+	body := requestBody(j.Payload)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(body))
 	if err != nil {
 		return Result{Status: StatusFailure, Message: truncate("build request: " + err.Error())}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if userAgent != "" {
-		req.Header.Set("User-Agent", userAgent)
+	// Checked again here: the job may have been stored before the allow
+	// list changed, or by a schedule or a retry from the failure log.
+	if err := cfg.WorkerURLs.CheckURL(req.URL); err != nil {
+		return Result{Status: StatusPermanentFailure, Message: truncate("worker url refused: " + err.Error())}
 	}
-	resp, err := client.Do(req)
+	setHeaders(req.Header, cfg, j, body)
+	resp, err := cfg.Client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
+		var refused *egress.Error
+		switch {
+		case errors.As(err, &refused):
+			return Result{Status: StatusPermanentFailure, Message: truncate("delivery " + refused.Error())}
+		case errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0:
 			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout)}
 		}
 		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error())}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		msg := "read response: " + err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
@@ -82,7 +94,52 @@ func deliver(ctx context.Context, client *http.Client, userAgent string, j *stor
 		}
 		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg)}
 	}
-	return parseResponse(resp.StatusCode, body)
+	if resp.StatusCode/100 == 3 && !json.Valid(answer) {
+		// The client follows no redirect (see the server's worker client).
+		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(fmt.Sprintf(
+			"worker answered %d, a redirect to %q, which rowq does not follow: give the job the final url", resp.StatusCode, resp.Header.Get("Location")))}
+	}
+	return parseResponse(resp.StatusCode, answer)
+}
+
+// setHeaders sets what every delivery carries: the content type, the user
+// agent, the job's id, attempt, queue and category, and with a signer the
+// Standard Webhooks headers (as the spec spells them, in lower case).
+// One slice holds every value: one allocation instead of one per header.
+func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte) {
+	v := make([]string, 0, 9)
+	set := func(name, value string) {
+		v = append(v, value)
+		h[name] = v[len(v)-1 : len(v) : len(v)]
+	}
+	set("Content-Type", "application/json")
+	if cfg.UserAgent != "" {
+		set("User-Agent", cfg.UserAgent)
+	}
+	set("Rowq-Job-Id", strconv.FormatInt(j.ID, 10))
+	set("Rowq-Attempt", strconv.Itoa(j.FailCount+1))
+	set("Rowq-Queue", j.Queue)
+	set("Rowq-Category", j.Category)
+	if cfg.Signer != nil {
+		id, ts := messageID(j), strconv.FormatInt(time.Now().Unix(), 10)
+		set(signing.HeaderID, id)
+		set(signing.HeaderTimestamp, ts)
+		set(signing.HeaderSignature, cfg.Signer.Sign(id, ts, body))
+	}
+}
+
+// messageID is a job's webhook-id: "msg_", the job id and its creation
+// time in microseconds (base 36). Every attempt of the job has the same
+// one, a retry from the failure log too (it keeps its id and created_at),
+// and the creation time keeps ids apart across databases and after a
+// MySQL auto-increment counter goes back.
+func messageID(j *store.Job) string {
+	b := make([]byte, 0, 32)
+	b = append(b, "msg_"...)
+	b = strconv.AppendInt(b, j.ID, 10)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, j.CreatedAt.UnixMicro(), 36)
+	return string(b)
 }
 
 // parseResponse reads {"status": "...", "message": "..."}. Anything else is

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/store"
@@ -67,6 +68,9 @@ type Config struct {
 	Pages []Page
 	// QueueDefaults fills the fields a PUT /queue/{name} leaves out.
 	QueueDefaults store.Queue
+	// WorkerURLs decides which worker URLs jobs and schedules may name;
+	// nil allows any http(s) URL but link-local and metadata addresses.
+	WorkerURLs *egress.Policy
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
 	// Version is reported by GET /version.

@@ -27,8 +27,8 @@ const (
 
 // validateJob checks the body of POST /job/{category} (an element of
 // POST /jobs). Durations are seconds.
-func validateJob(req *rowqtype.JobRequest) error {
-	if err := checkURL("url", req.URL); err != nil {
+func (a *API) validateJob(req *rowqtype.JobRequest) error {
+	if err := a.checkURL("url", req.URL); err != nil {
 		return err
 	}
 	// The decoder keeps a payload's bytes as sent; MySQL and PostgreSQL
@@ -77,7 +77,7 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 // jobParams validates a job request and routes its category (through
 // routes, a cache for one request, when not nil).
 func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobRequest, routes map[string]string) (*store.JobInsertParams, error) {
-	if err := validateJob(req); err != nil {
+	if err := a.validateJob(req); err != nil {
 		return nil, err
 	}
 	if string(req.Payload) == "null" {

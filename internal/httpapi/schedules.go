@@ -74,7 +74,7 @@ func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
 
 // validateSchedule checks the body of PUT /schedule/{name} and fills in
 // the defaults; it returns the parsed spec.
-func validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, error) {
+func (a *API) validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, error) {
 	if req.Timezone == "" {
 		req.Timezone = "UTC"
 	}
@@ -92,7 +92,7 @@ func validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, error) {
 	if err := checkName("category", req.Category); err != nil {
 		return nil, err
 	}
-	if err := checkURL("url", req.URL); err != nil {
+	if err := a.checkURL("url", req.URL); err != nil {
 		return nil, err
 	}
 	if !utf8.Valid(req.Payload) {
@@ -142,7 +142,7 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	spec, err := validateSchedule(&req)
+	spec, err := a.validateSchedule(&req)
 	if err != nil {
 		return nil, err
 	}

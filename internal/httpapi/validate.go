@@ -38,8 +38,9 @@ func checkName(field, v string) error {
 	return nil
 }
 
-// checkURL validates a worker URL: absolute http or https with a host.
-func checkURL(field, v string) error {
+// checkURL validates a worker URL: absolute http or https with a host,
+// allowed by the worker-URL policy.
+func (a *API) checkURL(field, v string) error {
 	if v == "" {
 		return errorf(http.StatusBadRequest, "%s: required", field)
 	}
@@ -55,6 +56,9 @@ func checkURL(field, v string) error {
 	}
 	if u.Host == "" {
 		return errorf(http.StatusBadRequest, "%s: must name a host", field)
+	}
+	if err := a.cfg.WorkerURLs.CheckURL(u); err != nil {
+		return errorf(http.StatusBadRequest, "%s: %v", field, err)
 	}
 	return nil
 }

@@ -22,12 +22,14 @@ import (
 	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/httpapi"
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/metrics"
 	"github.com/rowq/rowq/internal/notify"
 	"github.com/rowq/rowq/internal/schedule"
+	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
@@ -50,6 +52,9 @@ type Server struct {
 	// peers is then the client that nudges other nodes over HTTPS.
 	cert  *certificate
 	peers *http.Client
+	// workerURLs decides where deliveries may go; signer signs them.
+	workerURLs *egress.Policy
+	signer     *signing.Signer
 	// started holds the services Start started, in order; Stop stops
 	// them in reverse.
 	started []service
@@ -71,9 +76,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg}
+	// Validate has checked the policy and the secrets.
+	workerURLs, err := egress.Parse(cfg.WorkerURLAllow, cfg.WorkerDenyPrivate)
+	if err != nil {
+		return nil, fmt.Errorf("worker-url-allow: %w", err)
+	}
+	keys, err := signing.ParseSecrets(cfg.SigningSecret)
+	if err != nil {
+		return nil, fmt.Errorf("signing-secret: %w", err)
+	}
+	s := &Server{cfg: cfg, workerURLs: workerURLs, signer: signing.NewSigner(keys)}
 	if cfg.TLSCert != "" {
-		var err error
 		if s.cert, err = loadCertificate(cfg.TLSCert, cfg.TLSKey); err != nil {
 			return nil, err
 		}
@@ -178,8 +191,10 @@ func (s *Server) Start(ctx context.Context) error {
 		Logger:          s.log,
 		Node:            cfg.NodeID,
 		Host:            host,
-		Client:          workerClient(cfg),
+		Client:          workerClient(cfg, s.workerURLs),
 		UserAgent:       cfg.DispatchUserAgent,
+		WorkerURLs:      s.workerURLs,
+		Signer:          s.signer,
 		RefreshInterval: cfg.ConfigRefreshInterval,
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
@@ -215,6 +230,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Scheduler:     sched,
 		Pages:         pages(view, s.log),
 		QueueDefaults: defaults,
+		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
@@ -274,15 +290,24 @@ func pages(st store.Store, log *slog.Logger) []httpapi.Page {
 }
 
 // workerClient is the HTTP client that delivers jobs. Per-job timeouts
-// come from each job's context.
-func workerClient(cfg config.Config) *http.Client {
+// come from each job's context. Its dialer refuses the addresses the
+// worker-URL policy refuses, checked on the address dialled, after name
+// resolution. It goes through no proxy (HTTP_PROXY would make the proxy's
+// address the one checked) and follows no redirect (a redirect would
+// leave the allow list behind): a 3xx answer is the worker's answer.
+func workerClient(cfg config.Config, urls *egress.Policy) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = urls.Guard(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.DisableKeepAlives = !cfg.DispatchKeepAlive
 	t.MaxConnsPerHost = cfg.DispatchMaxConnsPerHost
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = cfg.DispatchIdleConnTimeout
-	return &http.Client{Transport: t}
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Stop shuts the node down softly: lock waits end, the API stops

@@ -27,7 +27,8 @@ type Worker struct {
 // Delivery is one request the worker received.
 type Delivery struct {
 	At         time.Time
-	By         string    // User-Agent: the sending node when tests set one per node
+	By         string // User-Agent: the sending node when tests set one per node
+	Header     http.Header
 	AnsweredAt time.Time // zero if the request ended before the answer
 }
 
@@ -38,7 +39,7 @@ func New(t testing.TB, answer func(body string, attempt int) (status int, resp s
 	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		body := string(b)
-		d := &Delivery{At: time.Now(), By: r.UserAgent()}
+		d := &Delivery{At: time.Now(), By: r.UserAgent(), Header: r.Header.Clone()}
 		w.mu.Lock()
 		w.deliveries[body] = append(w.deliveries[body], d)
 		attempt := len(w.deliveries[body])
