@@ -48,7 +48,8 @@ func scrape(t *testing.T, s *server.Server) map[string]float64 {
 
 // TestServer_MetricsReportQueueStatistics: after a success and a
 // permanent failure, /metrics reports the queue's counters and gauges,
-// and a second node on the same database reports the same values.
+// and a second node on the same database reports the same values once
+// the first has written its counts.
 func TestServer_MetricsReportQueueStatistics(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
@@ -91,7 +92,13 @@ func TestServer_MetricsReportQueueStatistics(t *testing.T) {
 			}
 		}
 		check("node a", m)
+		// Node a shows its own counts at once; another node shows them
+		// once node a has written them (every second).
 		b := startNode(t, url, nil)
-		check("node b", scrape(t, b))
+		testworker.WaitFor(t, 10*time.Second, "node a's counts in node b's /metrics", func() bool {
+			m = scrape(t, b)
+			return m[`rowq_queue_completes_total{queue="q"}`] == 2
+		})
+		check("node b", m)
 	})
 }
