@@ -8,6 +8,11 @@
 # MODE is one of: mariadb postgres sqlite latency batch-mariadb batch-postgres
 # drain drain-1m (default: all but drain-1m). Databases rowq_bench are
 # recreated empty on the local MariaDB and PostgreSQL before each run.
+#
+# NEW_ARGS and BASE_ARGS (environment) add `rowq bench` flags to the new and
+# the base runs, to compare settings of one build, e.g. auth and signing on
+# against off:
+#   NEW_ARGS="--auth --signing-secret whsec_…" scripts/bench-compare.sh bin/rowq bin/rowq 5 mariadb
 set -euo pipefail
 new=$1 base=$2 runs=${3:-3}
 shift $(( $# < 3 ? $# : 3 ))
@@ -36,11 +41,11 @@ fresh() {
 	psql -q -U postgres -h 127.0.0.1 -d postgres -c 'DROP DATABASE IF EXISTS rowq_bench' -c 'CREATE DATABASE rowq_bench'
 }
 
-# one BIN MODE: prints "rate enqueue p50 p99" of one run, or fails.
+# one BIN MODE [ARGS]: prints "rate enqueue p50 p99" of one run, or fails.
 one() {
 	local out
 	fresh
-	out=$("$1" bench $(args_of "$2") --runs 1 2>&1) || { echo "$out" >&2; return 1; }
+	out=$("$1" bench $(args_of "$2") ${3:-} --runs 1 2>&1) || { echo "$out" >&2; return 1; }
 	echo "$out" | grep -q 'lost=0 duplicates=0' || { echo "$out" >&2; return 1; }
 	echo "$out" | sed -n 's/^median of 1 runs: end to end \([0-9]*\) jobs\/s, enqueue \([0-9]*\) jobs\/s, p50 \([^,]*\), p99 \(.*\)$/\1 \2 \3 \4/p'
 }
@@ -52,8 +57,8 @@ echo "| --- | --- | --- | --- | --- | --- |"
 for m in "${modes[@]}"; do
 	: >/tmp/bc.new; : >/tmp/bc.base
 	for _ in $(seq "$runs"); do
-		one "$new" "$m" >>/tmp/bc.new
-		one "$base" "$m" >>/tmp/bc.base
+		one "$new" "$m" "${NEW_ARGS:-}" >>/tmp/bc.new
+		one "$base" "$m" "${BASE_ARGS:-}" >>/tmp/bc.base
 	done
 	col=1
 	case $m in batch-*) col=2 ;; esac # enqueue rate
