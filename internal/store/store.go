@@ -59,4 +59,6 @@ type Store interface {
 	StatsStore
 	LockStore
 	ScheduleStore
+	TokenStore
+	SecretStore
 }
