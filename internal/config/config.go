@@ -16,6 +16,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/signing"
 )
@@ -59,6 +60,13 @@ type Config struct {
 	WorkerURLAllow    string
 	WorkerDenyPrivate bool
 	SigningSecret     string
+	// Auth is auto, on or off (see internal/auth).
+	Auth string
+	// AdminToken is a token with every scope and no row: ROWQ_ADMIN_TOKEN,
+	// or the content of AdminTokenFile. It is no option, so that it
+	// appears in no flag list, process list or /settings.
+	AdminToken     string
+	AdminTokenFile string
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -87,6 +95,7 @@ func Default() Config {
 		DispatchMaxConnsPerHost:     0,
 		DispatchIdleConnTimeout:     90 * time.Second,
 		DispatchHandoff:             true,
+		Auth:                        "auto",
 		LogLevel:                    "info",
 		LogFormat:                   "text",
 	}
@@ -151,6 +160,10 @@ func (c *Config) options() []option {
 			usage: "refuse deliveries to loopback and private addresses too (link-local and cloud metadata addresses are always refused)"},
 		{flag: "signing-secret", env: "ROWQ_SIGNING_SECRET", value: (*strValue)(&c.SigningSecret),
 			usage: "sign deliveries (Standard Webhooks) with these secrets, comma-separated for rotation, each whsec_ and base64 of 24..64 bytes"},
+		{flag: "auth", env: "ROWQ_AUTH", value: (*strValue)(&c.Auth),
+			usage: "auto (on once a token exists or an admin token is set), on or off: whether API requests need a token"},
+		{flag: "admin-token-file", env: "ROWQ_ADMIN_TOKEN_FILE", value: (*strValue)(&c.AdminTokenFile),
+			usage: "file holding an admin token (every scope, no database row); or set ROWQ_ADMIN_TOKEN"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -164,25 +177,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) (string, bool)) (
 	c := Default()
 	opts := c.options()
 	for _, o := range opts {
-		if o.fireworq != "" {
-			if v, ok := getenv(o.fireworq); ok {
-				set := o.value.Set
-				if o.fromFireworq != nil {
-					set = o.fromFireworq
-				}
-				if err := set(v); err != nil {
-					return c, fmt.Errorf("%s: %w", o.fireworq, err)
-				}
-			}
-		}
-		if v, ok := getenv(o.env); ok {
-			if err := o.value.Set(v); err != nil {
-				return c, fmt.Errorf("%s: %w", o.env, err)
-			}
+		if err := o.fromEnv(getenv); err != nil {
+			return c, err
 		}
 	}
 	for _, o := range opts {
-		fs.Var(o.value, o.flag, fmt.Sprintf("%s (env %s)", o.usage, o.env))
+		o.addFlag(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -190,7 +190,74 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) (string, bool)) (
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if err := c.loadAdminToken(getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
+}
+
+// fromEnv sets the option from the Fireworq variable, then from the ROWQ_
+// one.
+func (o option) fromEnv(getenv func(string) (string, bool)) error {
+	if o.fireworq != "" {
+		if v, ok := getenv(o.fireworq); ok {
+			set := o.value.Set
+			if o.fromFireworq != nil {
+				set = o.fromFireworq
+			}
+			if err := set(v); err != nil {
+				return fmt.Errorf("%s: %w", o.fireworq, err)
+			}
+		}
+	}
+	if v, ok := getenv(o.env); ok {
+		if err := o.value.Set(v); err != nil {
+			return fmt.Errorf("%s: %w", o.env, err)
+		}
+	}
+	return nil
+}
+
+func (o option) addFlag(fs *flag.FlagSet) {
+	fs.Var(o.value, o.flag, fmt.Sprintf("%s (env %s)", o.usage, o.env))
+}
+
+// DatabaseFlag adds serve's --database-url to fs, with the same
+// environment and default, for commands that work on the database
+// without a server (rowq token). The URL is read once fs is parsed.
+func DatabaseFlag(fs *flag.FlagSet, getenv func(string) (string, bool)) (*string, error) {
+	c := Default()
+	for _, o := range c.options() {
+		if o.flag == "database-url" {
+			if err := o.fromEnv(getenv); err != nil {
+				return nil, err
+			}
+			o.addFlag(fs)
+		}
+	}
+	return &c.DatabaseURL, nil
+}
+
+// loadAdminToken sets AdminToken from ROWQ_ADMIN_TOKEN or the file
+// AdminTokenFile names (not both: which one counts would be a guess).
+func (c *Config) loadAdminToken(getenv func(string) (string, bool)) error {
+	env, _ := getenv("ROWQ_ADMIN_TOKEN")
+	switch {
+	case env != "" && c.AdminTokenFile != "":
+		return errors.New("admin-token-file and ROWQ_ADMIN_TOKEN are both set: set one")
+	case c.AdminTokenFile != "":
+		b, err := os.ReadFile(c.AdminTokenFile)
+		if err != nil {
+			return fmt.Errorf("admin-token-file: %w", err)
+		}
+		c.AdminToken = strings.TrimSpace(string(b))
+		if c.AdminToken == "" {
+			return fmt.Errorf("admin-token-file: %s is empty", c.AdminTokenFile)
+		}
+	default:
+		c.AdminToken = env
+	}
+	return nil
 }
 
 // FromEnv is os.LookupEnv, for Load.
@@ -239,6 +306,12 @@ func (c *Config) Validate() error {
 		check(false, "log-level: want debug, info, warn or error, got %q", c.LogLevel)
 	}
 	check(c.LogFormat == "text" || c.LogFormat == "json", "log-format: want text or json, got %q", c.LogFormat)
+	check(c.Auth == auth.ModeAuto || c.Auth == auth.ModeOn || c.Auth == auth.ModeOff, "auth: want auto, on or off, got %q", c.Auth)
+	if c.AdminToken != "" {
+		if err := auth.CheckAdminSecret(c.AdminToken); err != nil {
+			check(false, "admin token (ROWQ_ADMIN_TOKEN or admin-token-file): %v", err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
