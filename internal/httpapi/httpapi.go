@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/lock"
@@ -77,6 +78,9 @@ type Config struct {
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
 	Settings any
+	// Auth verifies the tokens of requests; nil serves every request
+	// without one (tests of other concerns).
+	Auth *auth.Verifier
 }
 
 // API is the HTTP API.
@@ -100,58 +104,72 @@ func New(cfg Config) *API {
 	return a
 }
 
+// routes registers every route with its auth decision: the scopes that
+// may call it and how a token confined to some queues is confined on it
+// (see access).
 func (a *API) routes() {
-	a.handle("POST /job/{category}", a.pushJob)
+	const (
+		read    = auth.Read
+		enq     = auth.Enqueue
+		locks   = auth.Locks
+		admin   = auth.Admin
+		byQueue = queuePath
+		byLock  = lockPath
+		bySched = schedulePath
+	)
+	a.handle("POST /job/{category}", need(inHandler, enq), a.pushJob)
 
-	a.handle("GET /queues", a.listQueues)
-	a.handle("GET /queue/{name}", a.getQueue)
-	a.handle("PUT /queue/{name}", a.putQueue)
-	a.handle("DELETE /queue/{name}", a.deleteQueue)
-	a.handle("GET /queue/{name}/node", a.queueNode)
-	a.handle("POST /queue/{name}/wake", a.wakeQueue)
+	a.handle("GET /queues", need(inHandler, read), a.listQueues)
+	a.handle("GET /queue/{name}", need(byQueue, read), a.getQueue)
+	a.handle("PUT /queue/{name}", need(byQueue, admin), a.putQueue)
+	a.handle("DELETE /queue/{name}", need(byQueue, admin), a.deleteQueue)
+	a.handle("GET /queue/{name}/node", need(byQueue, read), a.queueNode)
+	// Nodes nudge each other with the key they share (auth.Node).
+	a.handle("POST /queue/{name}/wake", need(byQueue, auth.Node), a.wakeQueue)
 
-	a.handle("GET /routings", a.listRoutings)
-	a.handle("GET /routing/{category}", a.getRouting)
-	a.handle("PUT /routing/{category}", a.putRouting)
-	a.handle("DELETE /routing/{category}", a.deleteRouting)
+	a.handle("GET /routings", need(inHandler, read), a.listRoutings)
+	a.handle("GET /routing/{category}", need(inHandler, read), a.getRouting)
+	a.handle("PUT /routing/{category}", need(inHandler, admin), a.putRouting)
+	a.handle("DELETE /routing/{category}", need(inHandler, admin), a.deleteRouting)
 
-	a.handle("GET /queue/{name}/grabbed", a.listJobs(store.JobsGrabbed))
-	a.handle("GET /queue/{name}/waiting", a.listJobs(store.JobsWaiting))
-	a.handle("GET /queue/{name}/deferred", a.listJobs(store.JobsDeferred))
-	a.handle("GET /queue/{name}/job/{id}", a.getJob)
-	a.handle("DELETE /queue/{name}/job/{id}", a.deleteJob)
-	a.handle("GET /queue/{name}/failed", a.listFailed)
-	a.handle("GET /queue/{name}/failed/{id}", a.getFailed)
-	a.handle("DELETE /queue/{name}/failed/{id}", a.deleteFailed)
+	a.handle("GET /queue/{name}/grabbed", need(byQueue, read), a.listJobs(store.JobsGrabbed))
+	a.handle("GET /queue/{name}/waiting", need(byQueue, read), a.listJobs(store.JobsWaiting))
+	a.handle("GET /queue/{name}/deferred", need(byQueue, read), a.listJobs(store.JobsDeferred))
+	a.handle("GET /queue/{name}/job/{id}", need(byQueue, read), a.getJob)
+	a.handle("DELETE /queue/{name}/job/{id}", need(byQueue, admin), a.deleteJob)
+	a.handle("GET /queue/{name}/failed", need(byQueue, read), a.listFailed)
+	a.handle("GET /queue/{name}/failed/{id}", need(byQueue, read), a.getFailed)
+	a.handle("DELETE /queue/{name}/failed/{id}", need(byQueue, admin), a.deleteFailed)
 
-	a.handle("GET /queue/{name}/stats", a.queueStats)
-	a.handle("GET /queues/stats", a.allQueueStats)
+	a.handle("GET /queue/{name}/stats", need(byQueue, read), a.queueStats)
+	a.handle("GET /queues/stats", need(inHandler, read), a.allQueueStats)
 	// rowq's additions to the queue API.
-	a.handle("POST /jobs", a.pushJobs)
-	a.handle("POST /queue/{name}/pause", a.pauseQueue(true))
-	a.handle("POST /queue/{name}/resume", a.pauseQueue(false))
-	a.handle("POST /queue/{name}/failed/{id}/retry", a.retryFailedJob)
-	a.handle("POST /queue/{name}/failed/retry", a.retryFailedJobs)
-	a.handle("DELETE /queue/{name}/failed", a.deleteFailedJobs)
-	a.handle("PUT /lock/{name}", a.acquireLock)
-	a.handle("POST /lock/{name}/renew", a.renewLock)
-	a.handle("DELETE /lock/{name}", a.releaseLock)
-	a.handle("GET /lock/{name}", a.getLock)
-	a.handle("GET /locks", a.listLocks)
-	a.handle("GET /schedules", a.listSchedules)
-	a.handle("GET /schedule/{name}", a.getSchedule)
-	a.handle("PUT /schedule/{name}", a.putSchedule)
-	a.handle("DELETE /schedule/{name}", a.deleteSchedule)
-	a.handle("POST /schedule/{name}/pause", a.pauseSchedule)
-	a.handle("POST /schedule/{name}/resume", a.resumeSchedule)
-	a.handle("POST /schedule/{name}/trigger", a.triggerSchedule)
-	a.handle("GET /schedule/{name}/runs", a.scheduleRuns)
+	a.handle("POST /jobs", need(inHandler, enq), a.pushJobs)
+	a.handle("POST /queue/{name}/pause", need(byQueue, admin), a.pauseQueue(true))
+	a.handle("POST /queue/{name}/resume", need(byQueue, admin), a.pauseQueue(false))
+	a.handle("POST /queue/{name}/failed/{id}/retry", need(byQueue, admin), a.retryFailedJob)
+	a.handle("POST /queue/{name}/failed/retry", need(byQueue, admin), a.retryFailedJobs)
+	a.handle("DELETE /queue/{name}/failed", need(byQueue, admin), a.deleteFailedJobs)
+	a.handle("PUT /lock/{name}", need(byLock, locks), a.acquireLock)
+	a.handle("POST /lock/{name}/renew", need(byLock, locks), a.renewLock)
+	a.handle("DELETE /lock/{name}", need(byLock, locks), a.releaseLock)
+	a.handle("GET /lock/{name}", need(byLock, read, locks), a.getLock)
+	a.handle("GET /locks", need(inHandler, read, locks), a.listLocks)
+	a.handle("GET /schedules", need(inHandler, read), a.listSchedules)
+	a.handle("GET /schedule/{name}", need(bySched, read), a.getSchedule)
+	a.handle("PUT /schedule/{name}", need(bySched, admin), a.putSchedule)
+	a.handle("DELETE /schedule/{name}", need(bySched, admin), a.deleteSchedule)
+	a.handle("POST /schedule/{name}/pause", need(bySched, admin), a.pauseSchedule)
+	a.handle("POST /schedule/{name}/resume", need(bySched, admin), a.resumeSchedule)
+	a.handle("POST /schedule/{name}/trigger", need(bySched, admin), a.triggerSchedule)
+	a.handle("GET /schedule/{name}/runs", need(bySched, read), a.scheduleRuns)
 
-	a.handle("GET /version", func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
-	a.handle("GET /settings", func(*http.Request) (any, error) { return a.cfg.Settings, nil })
-	a.handle("GET /healthz", a.health)
+	a.handle("GET /version", open, func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
+	a.handle("GET /settings", need(allQueues, read), func(*http.Request) (any, error) { return a.cfg.Settings, nil })
+	a.handle("GET /healthz", open, a.health)
+	// The pages (metrics, the dashboard) show every queue.
 	for _, p := range a.cfg.Pages {
-		a.handleHTTP(p.Pattern, p.Handler)
+		a.handleHTTP(p.Pattern, need(allQueues, read), p.Handler)
 	}
 }
 
@@ -181,16 +199,16 @@ type handlerFunc func(r *http.Request) (any, error)
 // "GET /queue/{name}", in registration order.
 func (a *API) Routes() []string { return append([]string(nil), a.patterns...) }
 
-// handleHTTP serves pattern with h as it is: for answers that are not
+// handleHTTP serves pattern with h behind ac: for answers that are not
 // JSON.
-func (a *API) handleHTTP(pattern string, h http.Handler) {
+func (a *API) handleHTTP(pattern string, ac access, h http.Handler) {
 	a.patterns = append(a.patterns, pattern)
-	a.mux.Handle(pattern, h)
+	a.mux.Handle(pattern, a.guard(ac, h))
 }
 
-func (a *API) handle(pattern string, h handlerFunc) {
-	a.patterns = append(a.patterns, pattern)
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+// handle serves pattern with h behind ac, answering JSON.
+func (a *API) handle(pattern string, ac access, h handlerFunc) {
+	a.handleHTTP(pattern, ac, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes)
 		v, err := h(r)
 		if err != nil {
@@ -198,14 +216,15 @@ func (a *API) handle(pattern string, h handlerFunc) {
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
-	})
+	}))
 }
 
 // apiError is an error with its HTTP status; its message goes to the client.
 type apiError struct {
-	status int
-	msg    string
-	body   any // the answer's body when it says more than {"error": msg}
+	status    int
+	msg       string
+	body      any  // the answer's body when it says more than {"error": msg}
+	challenge bool // a 401: say which authentication schemes rowq takes
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -217,6 +236,9 @@ func errorf(status int, format string, args ...any) error {
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var tooBig *http.MaxBytesError
+	if errors.As(err, &ae) && ae.challenge {
+		auth.Challenge(w.Header())
+	}
 	switch {
 	case errors.As(err, &ae) && ae.body != nil:
 		writeJSON(w, ae.status, ae.body)

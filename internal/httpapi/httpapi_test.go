@@ -84,6 +84,12 @@ type response struct {
 // do sends a request with body ("" for none) and reads the answer.
 func (b *bundle) do(t *testing.T, method, path, body string) *response {
 	t.Helper()
+	return b.doAs(t, "", method, path, body)
+}
+
+// doAs is do with a bearer token ("" for none).
+func (b *bundle) doAs(t *testing.T, token, method, path, body string) *response {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -94,6 +100,9 @@ func (b *bundle) do(t *testing.T, method, path, body string) *response {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := b.server.Client().Do(req)
 	if err != nil {

@@ -93,6 +93,9 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 			routes[category] = queue
 		}
 	}
+	if err := allowRouted(ctx, category, queue); err != nil {
+		return nil, err
+	}
 	return &store.JobInsertParams{
 		Queue:      queue,
 		Category:   category,

@@ -239,5 +239,8 @@ func (a *API) listLocks(r *http.Request) (any, error) {
 		page.Locks = page.Locks[:pq.limit]
 		page.NextCursor = encodeNameCursor(cursorLock, page.Locks[pq.limit-1].Name)
 	}
+	// A confined token sees its own locks; the cursor still goes past
+	// the others, so a page may hold fewer than limit.
+	page.Locks = visible(r.Context(), page.Locks, func(l *rowqtype.Lock) string { return l.Name })
 	return page, nil
 }

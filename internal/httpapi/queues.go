@@ -27,6 +27,7 @@ func (a *API) listQueues(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	qs = visible(r.Context(), qs, func(q *store.Queue) string { return q.Name })
 	out := make([]*rowqtype.Queue, len(qs))
 	for i, q := range qs {
 		out[i] = toQueueJSON(q)

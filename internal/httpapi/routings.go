@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
 )
@@ -17,6 +20,7 @@ func (a *API) listRoutings(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rs = visible(r.Context(), rs, func(rt *store.Routing) string { return rt.QueueName })
 	out := make([]*rowqtype.Routing, len(rs))
 	for i, rt := range rs {
 		out[i] = toRoutingJSON(rt)
@@ -32,6 +36,9 @@ func (a *API) getRouting(r *http.Request) (any, error) {
 	rt, err := a.cfg.Store.RoutingGet(r.Context(), category)
 	if err != nil {
 		return nil, notFound(err, "no routing for category %q", category)
+	}
+	if err := allowRouted(r.Context(), category, rt.QueueName); err != nil {
+		return nil, err
 	}
 	return toRoutingJSON(rt), nil
 }
@@ -51,6 +58,12 @@ func (a *API) putRouting(r *http.Request) (any, error) {
 	if err := checkName("queue_name", req.QueueName); err != nil {
 		return nil, err
 	}
+	if err := allowQueue(auth.FromContext(r.Context()), "queue_name: queue", req.QueueName); err != nil {
+		return nil, err
+	}
+	if err := a.allowRouting(r.Context(), category); err != nil {
+		return nil, err
+	}
 	defer a.cfg.Enqueue.RoutesChanged()
 	rt, err := a.cfg.Store.RoutingPut(r.Context(), &store.Routing{JobCategory: category, QueueName: req.QueueName})
 	if err != nil {
@@ -64,10 +77,30 @@ func (a *API) deleteRouting(r *http.Request) (any, error) {
 	if err := checkName("category", category); err != nil {
 		return nil, err
 	}
+	if err := a.allowRouting(r.Context(), category); err != nil {
+		return nil, err
+	}
 	defer a.cfg.Enqueue.RoutesChanged()
 	rt, err := a.cfg.Store.RoutingDelete(r.Context(), category)
 	if err != nil {
 		return nil, notFound(err, "no routing for category %q", category)
 	}
 	return toRoutingJSON(rt), nil
+}
+
+// allowRouting answers 403 when the request's token is confined to some
+// queues and category is routed to a queue outside them: such a token
+// may neither re-route nor delete another tenant's routing.
+func (a *API) allowRouting(ctx context.Context, category string) error {
+	if !auth.FromContext(ctx).Confined() {
+		return nil
+	}
+	rt, err := a.cfg.Store.RoutingGet(ctx, category)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return allowRouted(ctx, category, rt.QueueName)
 }

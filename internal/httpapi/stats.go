@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
@@ -46,9 +47,12 @@ func (a *API) allQueueStats(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	g := auth.FromContext(r.Context())
 	out := make(map[string]*rowqtype.QueueStats, len(m))
 	for name, q := range m {
-		out[name] = toStatsJSON(q)
+		if g.Queue(name) {
+			out[name] = toStatsJSON(q)
+		}
 	}
 	return out, nil
 }
