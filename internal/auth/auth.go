@@ -171,6 +171,18 @@ func joinScopes(ss []Scope) string {
 	return strings.Join(out, ",")
 }
 
+// NodeKeySecret names the node key among the secrets the nodes of a
+// database share (store.SecretStore).
+const NodeKeySecret = "node-key"
+
+// NewNodeKey returns a candidate node key: 256 random bits in hex. The
+// first node's candidate becomes the key of every node.
+func NewNodeKey() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // NewToken returns a new token and its hash: TokenPrefix and 256 random
 // bits in lower-case base32 (letters and digits only, so it fits a URL's
 // userinfo and a shell word unquoted).

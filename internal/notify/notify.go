@@ -42,6 +42,10 @@ type Config struct {
 	// LeaderTTL is how long a queue's leader is remembered before it is
 	// read again (1s): a nudge per job does not cost a read per job.
 	LeaderTTL time.Duration
+	// Key is the secret the nodes of the database share (internal/auth's
+	// node key), sent as a bearer token: with authentication on, the
+	// wake endpoint takes no other token but an admin one.
+	Key string
 }
 
 // nudgeTimeout bounds one nudge; the poll covers a nudge that fails.
@@ -150,6 +154,9 @@ func (n *Nudger) nudge(queue, body string) {
 	if err == nil {
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
+		}
+		if n.cfg.Key != "" {
+			req.Header.Set("Authorization", "Bearer "+n.cfg.Key)
 		}
 		var resp *http.Response
 		if resp, err = n.cfg.Client.Do(req); err == nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/egress"
@@ -176,9 +177,22 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("create default queue %q: %w", q.Name, err)
 		}
 	}
+	nodeKey, err := s.store.SecretEnsure(ctx, auth.NodeKeySecret, auth.NewNodeKey())
+	if err != nil {
+		return fmt.Errorf("read the node key: %w", err)
+	}
+	verifier := auth.New(auth.Config{Tokens: s.store, Logger: s.log, Mode: cfg.Auth, AdminToken: cfg.AdminToken, NodeKey: nodeKey})
+	if err := s.startAll(ctx, verifier); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Bind, err)
+		err = fmt.Errorf("listen on %s: %w", cfg.Bind, err)
+	} else if err = s.checkExposure(ctx, verifier, ln); err != nil {
+		ln.Close()
+	}
+	if err != nil {
+		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
 	}
 	s.ln = ln
 	host := cfg.AdvertiseHost
@@ -201,7 +215,7 @@ func (s *Server) Start(ctx context.Context) error {
 		RescueInterval:  cfg.RescueInterval,
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
-		Nudger:          notify.New(s.nudges()),
+		Nudger:          notify.New(s.nudges(nodeKey)),
 	})
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
@@ -234,6 +248,7 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
+		Auth:          verifier,
 	})
 	var tlsConfig *tls.Config
 	if s.cert != nil {
@@ -252,10 +267,11 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// nudges configures the nudger: under TLS, other nodes serve HTTPS too, and
-// are reached through peers.
-func (s *Server) nudges() notify.Config {
-	c := notify.Config{Leaders: s.store, Logger: s.log, Node: s.cfg.NodeID, LeaderTTL: s.cfg.ConfigRefreshInterval}
+// nudges configures the nudger: nudges carry the nodes' shared key (with
+// authentication on, the wake endpoint takes no other but an admin token);
+// under TLS, other nodes serve HTTPS too, and are reached through peers.
+func (s *Server) nudges(key string) notify.Config {
+	c := notify.Config{Leaders: s.store, Logger: s.log, Node: s.cfg.NodeID, LeaderTTL: s.cfg.ConfigRefreshInterval, Key: key}
 	if s.cert != nil {
 		c.Scheme, c.Client = "https", s.peers
 	}
@@ -276,6 +292,28 @@ func (s *Server) ReloadTLS() (*x509.Certificate, error) {
 		return nil, err
 	}
 	return cert.Leaf, nil
+}
+
+// checkExposure refuses to serve beyond this host without authentication:
+// with --auth=auto, no token row and no admin token, an address that is
+// not a loopback one would let whoever reaches it do anything. An
+// explicit --auth=off serves anyway; --auth=on with no token yet only
+// warns (every request gets 401 until a token exists).
+func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Listener) error {
+	addr, _ := ln.Addr().(*net.TCPAddr)
+	if s.cfg.Auth == auth.ModeOff || addr == nil || addr.IP.IsLoopback() {
+		return nil
+	}
+	on, err := v.Enabled(ctx)
+	if err != nil {
+		return err
+	}
+	if !on {
+		return fmt.Errorf("refusing to serve on %s, which other hosts may reach, without authentication: "+
+			"create a token first (rowq token create NAME --scope admin, with the same --database-url), "+
+			"set ROWQ_ADMIN_TOKEN or --admin-token-file, or pass --auth=off to serve without authentication", ln.Addr())
+	}
+	return nil
 }
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
