@@ -31,15 +31,25 @@ const DefaultServer = "http://127.0.0.1:8080"
 
 // Client talks to one rowq server. It is safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string
 }
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends token with every request (Authorization: Bearer), as
+// a server with authentication on needs; "" sends none. A token in the
+// base URL's userinfo (http://x:TOKEN@host:8080) is sent too, as HTTP
+// Basic, when WithToken gives none.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // New returns a client of the rowq server at base (such as
 // http://127.0.0.1:8080 or https://rowq.example.com). A nil httpClient
 // means a client with a 60 s timeout per request that trusts the system's
 // certificate authorities; HTTPClient makes one that trusts a private CA.
-func New(base string, httpClient *http.Client) *Client {
+func New(base string, httpClient *http.Client, opts ...Option) *Client {
 	if base == "" {
 		base = DefaultServer
 	}
@@ -49,7 +59,11 @@ func New(base string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: requestTimeout}
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: httpClient}
+	c := &Client{base: strings.TrimRight(base, "/"), http: httpClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // requestTimeout bounds each request of a client New makes.
@@ -96,6 +110,14 @@ func (e *Error) Error() string {
 // IsNotFound reports whether err is a 404 answer.
 func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 
+// IsUnauthorized reports whether err is a 401 answer: no token, or one
+// the server does not know (unknown, revoked or expired).
+func IsUnauthorized(err error) bool { return statusOf(err) == http.StatusUnauthorized }
+
+// IsForbidden reports whether err is a 403 answer: the token lacks the
+// scope or the queue; the message names what is missing.
+func IsForbidden(err error) bool { return statusOf(err) == http.StatusForbidden }
+
 // IsConflict reports whether err is a 409 answer.
 func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
 
@@ -129,6 +151,9 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -40,6 +40,7 @@ var commands = []command{
 	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
 	{"stats", "[QUEUE]", "queue statistics on a server (rowq queue stats)", statsCmd},
+	{"token", "create|ls|revoke", "API tokens, in the database (no server needed)", tokenCmd},
 }
 
 func usage() string {
@@ -55,7 +56,8 @@ With no flags, rowq serve keeps its data in ./rowq.db (SQLite) and listens on
   mysql://user:pass@host:3306/db   postgres://user:pass@host:5432/db   sqlite://path
 Commands that talk to a running server take --server (env ROWQ_SERVER,
 default http://127.0.0.1:8080; https:// for a server run with --tls-cert),
---ca-file (env ROWQ_CA_FILE: trust this private CA) and --json.
+--ca-file (env ROWQ_CA_FILE: trust this private CA), --token (env ROWQ_TOKEN)
+and --json.
 `)
 	return b.String()
 }

@@ -39,7 +39,7 @@ func dispatchSub(name string, subs []subcommand, args []string, stdout, stderr i
 		for _, s := range subs {
 			fmt.Fprintf(&b, "  %-44s %s\n", "rowq "+name+" "+s.name+" "+s.args, s.summary)
 		}
-		b.WriteString("Each takes --server (env ROWQ_SERVER), --ca-file (env ROWQ_CA_FILE) and --json; -h lists a verb's flags.\n")
+		b.WriteString("Each takes --server (env ROWQ_SERVER), --ca-file (env ROWQ_CA_FILE), --token (env ROWQ_TOKEN) and --json; -h lists a verb's flags.\n")
 		return b.String()
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {

@@ -15,14 +15,15 @@ import (
 )
 
 // remote holds the flags every command that talks to a running server
-// takes: --server, --ca-file and --json.
+// takes: --server, --ca-file, --token and --json.
 type remote struct {
 	server string
 	caFile string
+	token  string
 	json   bool
 }
 
-// remoteFlags adds --server, --ca-file and --json to fs.
+// remoteFlags adds --server, --ca-file, --token and --json to fs.
 func remoteFlags(fs *flag.FlagSet) *remote {
 	r := &remote{}
 	def := os.Getenv("ROWQ_SERVER")
@@ -32,6 +33,7 @@ func remoteFlags(fs *flag.FlagSet) *remote {
 	fs.StringVar(&r.server, "server", def, "rowq server to talk to, http:// or https:// (env ROWQ_SERVER)")
 	fs.StringVar(&r.caFile, "ca-file", os.Getenv("ROWQ_CA_FILE"),
 		"PEM file of the certificate authorities to trust for an https:// server instead of the system's (env ROWQ_CA_FILE)")
+	fs.StringVar(&r.token, "token", os.Getenv("ROWQ_TOKEN"), "API token, when the server needs one (env ROWQ_TOKEN, which keeps it out of process lists)")
 	fs.BoolVar(&r.json, "json", false, "print the server's answer as JSON, for scripts")
 	return r
 }
@@ -43,7 +45,7 @@ func (r *remote) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(r.server, hc), nil
+	return client.New(r.server, hc, client.WithToken(r.token)), nil
 }
 
 // context is cancelled by SIGINT or SIGTERM.
