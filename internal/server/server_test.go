@@ -87,6 +87,12 @@ func startNode(t *testing.T, dbURL string, tweak func(*config.Config)) *server.S
 // call sends a JSON request to a node and decodes the JSON answer.
 func call(t *testing.T, s *server.Server, method, path string, body any) (int, map[string]any) {
 	t.Helper()
+	return callAs(t, s, "", method, path, body)
+}
+
+// callAs is call with a bearer token ("" for none).
+func callAs(t *testing.T, s *server.Server, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -98,6 +104,9 @@ func call(t *testing.T, s *server.Server, method, path string, body any) (int, m
 	req, err := http.NewRequest(method, "http://"+s.Addr()+path, rd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
