@@ -60,7 +60,7 @@ var routeDecisions = map[string]routeAuth{
 	"POST /queue/{name}/pause": {scopes: "admin"}, "POST /queue/{name}/resume": {scopes: "admin"},
 	"POST /queue/{name}/failed/{id}/retry": {scopes: "admin"}, "POST /queue/{name}/failed/retry": {scopes: "admin"},
 	"DELETE /queue/{name}/failed": {scopes: "admin"},
-	"PUT /schedule/{name}": {scopes: "admin"}, "DELETE /schedule/{name}": {scopes: "admin"},
+	"PUT /schedule/{name}":        {scopes: "admin"}, "DELETE /schedule/{name}": {scopes: "admin"},
 	"POST /schedule/{name}/pause": {scopes: "admin"}, "POST /schedule/{name}/resume": {scopes: "admin"},
 	"POST /schedule/{name}/trigger": {scopes: "admin"},
 }
