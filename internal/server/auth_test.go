@@ -113,19 +113,7 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			if method == "POST" || method == "PUT" {
 				body = "{}"
 			}
-			req, err := http.NewRequest(method, "http://"+node.Addr()+path, strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(res.Body)
-			res.Body.Close()
+			req, res, got := request(t, node, token, method, path, strings.NewReader(body))
 			if res.StatusCode == 401 || res.StatusCode == 403 {
 				checkDocumented(t, router, req, res, got)
 			}

@@ -101,7 +101,19 @@ func callAs(t *testing.T, s *server.Server, token, method, path string, body any
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, "http://"+s.Addr()+path, rd)
+	_, resp, raw := request(t, s, token, method, path, rd)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// request sends a request to a node with a bearer token ("" for none) and
+// returns it, the answer and the answer's body.
+func request(t *testing.T, s *server.Server, token, method, path string, body io.Reader) (*http.Request, *http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+s.Addr()+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +125,11 @@ func callAs(t *testing.T, s *server.Server, token, method, path string, body any
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read answer: %v", method, path, err)
 	}
-	return resp.StatusCode, out
+	return req, resp, raw
 }
 
 func mustCall(t *testing.T, s *server.Server, method, path string, body any) map[string]any {
