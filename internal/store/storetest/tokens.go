@@ -3,22 +3,19 @@ package storetest
 import (
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
 )
 
-// tokenTests are the conformance tests of store.TokenStore and
-// store.SecretStore.
+// tokenTests are the conformance tests of store.TokenStore.
 var tokenTests = []conformanceTest{
 	{"Token_CreateList", testTokenCreateList},
 	{"Token_NameAndHashUnique", testTokenUnique},
 	{"Token_Expiry", testTokenExpiry},
 	{"Token_Revoke", testTokenRevoke},
 	{"Token_Touch", testTokenTouch},
-	{"Secret_EnsureKeepsTheFirst", testSecretEnsure},
 }
 
 func createToken(t *testing.T, s store.Store, name, hash string, ttl time.Duration) *store.Token {
@@ -142,32 +139,5 @@ func testTokenTouch(t *testing.T, s store.Store) {
 		} else if touched && tk.LastUsedAt.Before(before.Add(-time.Millisecond)) {
 			t.Errorf("token %s last_used_at %v is before the touch (%v)", tk.Name, tk.LastUsedAt, before)
 		}
-	}
-}
-
-func testSecretEnsure(t *testing.T, s store.Store) {
-	ctx := ctxT(t)
-	var wg sync.WaitGroup
-	got := make([]string, 8)
-	for i := range got {
-		wg.Go(func() {
-			v, err := s.SecretEnsure(ctx, "nudge", string(rune('a'+i)))
-			if err != nil {
-				t.Error(err)
-			}
-			got[i] = v
-		})
-	}
-	wg.Wait()
-	for _, v := range got {
-		if v != got[0] || v == "" {
-			t.Fatalf("concurrent SecretEnsure returned %q: every caller must get the one stored value", got)
-		}
-	}
-	if v := must(s.SecretEnsure(ctx, "nudge", "later"))(t); v != got[0] {
-		t.Fatalf("SecretEnsure after the first = %q, want %q", v, got[0])
-	}
-	if v := must(s.SecretEnsure(ctx, "other", "x"))(t); v != "x" {
-		t.Fatalf("SecretEnsure of another name = %q, want x", v)
 	}
 }

@@ -11,10 +11,3 @@ CREATE TABLE tokens (
     last_used_at timestamptz,
     revoked_at   timestamptz
 );
-
--- Secrets the nodes share (the key of their nudges to each other).
-CREATE TABLE secrets (
-    name       text COLLATE "C" NOT NULL PRIMARY KEY,
-    value      text             NOT NULL,
-    created_at timestamptz      NOT NULL
-);

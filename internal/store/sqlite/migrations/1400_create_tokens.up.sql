@@ -11,10 +11,3 @@ CREATE TABLE tokens (
     last_used_at INTEGER,
     revoked_at   INTEGER
 );
-
--- Secrets the nodes share (the key of their nudges to each other).
-CREATE TABLE secrets (
-    name       TEXT    NOT NULL PRIMARY KEY,
-    value      TEXT    NOT NULL,
-    created_at INTEGER NOT NULL
-);
