@@ -279,3 +279,35 @@ func TestVerifier_ModesAndUnavailable(t *testing.T) {
 		return errors.Is(err, store.ErrUnavailable)
 	})
 }
+
+// BenchmarkAuthenticate is the cost authentication adds to a request
+// (go test -bench Authenticate ./internal/auth).
+func BenchmarkAuthenticate(b *testing.B) {
+	st := dbtest.Open(b, "sqlite")
+	tok, hash := auth.NewToken()
+	if _, err := st.TokenCreate(b.Context(), &store.TokenCreateParams{Name: "b", Hash: hash, Scopes: []string{"enqueue"}}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 { // a table with many tenants
+		_, h := auth.NewToken()
+		if _, err := st.TokenCreate(b.Context(), &store.TokenCreateParams{Name: "t" + strconv.Itoa(i), Hash: h, Scopes: []string{"read"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	v := auth.New(auth.Config{Tokens: st})
+	if err := v.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer v.Stop(context.Background())
+	r := httptest.NewRequest("POST", "/job/c", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if g, err := v.Authenticate(r); err != nil || !g.Has(auth.Enqueue) {
+				b.Fatal(g, err)
+			}
+		}
+	})
+}

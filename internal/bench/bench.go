@@ -31,6 +31,7 @@ import (
 // Options configures a run.
 type Options struct {
 	Server     string // base URL of the rowq API, e.g. http://127.0.0.1:8080
+	Token      string // API token sent with every request ("" for none)
 	Jobs       int
 	Clients    int
 	Queue      string
@@ -135,6 +136,7 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 type client struct {
 	http   *http.Client
 	server string
+	token  string
 }
 
 // call sends body (already JSON, or nil) and decodes a 200 answer into out
@@ -143,6 +145,9 @@ func (c *client) call(ctx context.Context, method, path string, body []byte, out
 	req, err := http.NewRequestWithContext(ctx, method, c.server+path, bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -196,6 +201,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	c := &client{
 		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients*2 + 2, MaxIdleConns: o.Clients*2 + 2}},
 		server: o.Server,
+		token:  o.Token,
 	}
 	category := "bench-" + o.Queue
 	res := &Result{Jobs: o.Jobs}

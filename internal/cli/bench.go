@@ -12,9 +12,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/bench"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store"
 )
 
 // benchCmd runs the benchmark against --server, or against a node it starts
@@ -31,7 +33,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		prof    = fs.String("cpuprofile", "", "write a CPU profile of the whole bench process (clients, worker and, without --server, the node) to this file")
 		queue   = fs.String("queue", "", "use this queue in every run (it may already exist and be led by another node than --server); default: a new queue per run")
 		secret  = fs.String("signing-secret", os.Getenv("ROWQ_SIGNING_SECRET"), "let the in-process node sign its deliveries with these secrets (env ROWQ_SIGNING_SECRET)")
+		authOn  = fs.Bool("auth", false, "run the in-process node with authentication on, the clients sending a token made for the run")
 	)
+	fs.StringVar(&o.Token, "token", os.Getenv("ROWQ_TOKEN"), "API token to send to --server (env ROWQ_TOKEN)")
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue")
@@ -85,6 +89,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		cfg.QueueDefault = ""
 		cfg.DispatchHandoff = *handoff
 		cfg.SigningSecret = *secret
+		if *authOn {
+			cfg.Auth = auth.ModeOn
+			token, err := benchToken(*dbURL)
+			if err != nil {
+				return err
+			}
+			o.Token = token
+		}
 		s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return err
@@ -124,6 +136,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("jobs were lost, delivered twice, or refused at enqueue")
 	}
 	return nil
+}
+
+// benchToken stores an admin token for this run in the database and
+// returns it.
+func benchToken(databaseURL string) (string, error) {
+	var token string
+	err := withStore(databaseURL, io.Discard, func(ctx context.Context, st store.Store) error {
+		var hash string
+		token, hash = auth.NewToken()
+		_, err := st.TokenCreate(ctx, &store.TokenCreateParams{Name: "bench-" + hash[:12], Hash: hash, Scopes: []string{string(auth.Admin)}})
+		return err
+	})
+	return token, err
 }
 
 func median[T float64 | time.Duration](xs []T) T {
