@@ -263,7 +263,9 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
-	s.log.Info("rowq serving", "addr", ln.Addr().String(), "tls", s.cert != nil, "database", backend.Redact(cfg.DatabaseURL), "version", Version)
+	authOn, _ := verifier.Enabled(ctx)
+	s.log.Info("rowq serving", "addr", ln.Addr().String(), "tls", s.cert != nil, "database", backend.Redact(cfg.DatabaseURL), "version", Version,
+		"auth", cfg.Auth, "tokens_needed", authOn)
 	return nil
 }
 
