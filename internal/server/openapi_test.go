@@ -115,7 +115,11 @@ func (c *contract) call(method, path, body string, want int) []byte {
 	ctx := context.Background()
 	in := &openapi3filter.RequestValidationInput{
 		Request: vreq, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		// The node runs with authentication off (no token exists): the
+		// requests carry none. TestAuth_EveryRouteHasADecision checks the
+		// documented 401 and 403 answers.
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
 	}
 	if want < 300 {
 		// Only requests meant to succeed must match the documented request.
