@@ -259,17 +259,8 @@ func TestAuth_NudgesCarryTheNodeKey(t *testing.T) {
 func TestServe_RefusesToExposeWithoutAuth(t *testing.T) {
 	url := dbtest.URL(t, "sqlite")
 	start := func(tweak func(*config.Config)) error {
-		cfg := testConfig(url)
-		cfg.Bind = "0.0.0.0:0"
-		tweak(&cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		s, err := server.New(ctx, cfg, testLogger(t))
+		s, err := tryNode(t, url, func(c *config.Config) { c.Bind = "0.0.0.0:0"; tweak(c) })
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(ctx); err != nil {
-			s.Stop(nil)
 			return err
 		}
 		return s.Stop(nil)

@@ -59,17 +59,8 @@ func waitLeads(t *testing.T, timeout time.Duration, asked *server.Server, q stri
 // startNode starts a rowq node on dbURL and stops it when the test ends.
 func startNode(t *testing.T, dbURL string, tweak func(*config.Config)) *server.Server {
 	t.Helper()
-	cfg := testConfig(dbURL)
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.New(ctx, cfg, testLogger(t))
+	s, err := tryNode(t, dbURL, tweak)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -82,6 +73,27 @@ func startNode(t *testing.T, dbURL string, tweak func(*config.Config)) *server.S
 		}
 	})
 	return s
+}
+
+// tryNode builds and starts a node on dbURL, or returns why it did not
+// start; the caller stops a node that started.
+func tryNode(t *testing.T, dbURL string, tweak func(*config.Config)) (*server.Server, error) {
+	t.Helper()
+	cfg := testConfig(dbURL)
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := server.New(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		s.Stop(nil) // closes the store
+		return nil, err
+	}
+	return s, nil
 }
 
 // call sends a JSON request to a node and decodes the JSON answer.
