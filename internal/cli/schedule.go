@@ -25,7 +25,8 @@ Commands:
   trigger NAME        enqueue one run now, outside the ticks
   runs NAME           show the run history, newest first (--limit N, --cursor C)
 
-Every command takes --server (env ROWQ_SERVER), --token (env ROWQ_TOKEN) and --json.
+Every command takes --server (env ROWQ_SERVER), --ca-file (env ROWQ_CA_FILE),
+--token (env ROWQ_TOKEN) and --json.
 `
 
 // scheduleCmd is `rowq schedule`.
