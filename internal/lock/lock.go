@@ -32,13 +32,18 @@ import (
 var ErrNotHeld = errors.New("lease not held")
 
 // HeldError is the answer to an acquire that could not get the lock
-// within its wait: the lock's live holders at the last attempt.
+// within its wait: the lock's live holders at the last attempt. None are
+// listed when an acquire or release of the name was in progress on another
+// node (it may be frozen half-way) and the lock had no holder before it.
 type HeldError struct {
 	Name    string
 	Holders []*store.LockLease
 }
 
 func (e *HeldError) Error() string {
+	if len(e.Holders) == 0 {
+		return fmt.Sprintf("lock %q is being acquired or released by another request", e.Name)
+	}
 	owners := make([]string, len(e.Holders))
 	for i, h := range e.Holders {
 		owners[i] = fmt.Sprintf("%q", h.Owner)
@@ -162,6 +167,8 @@ type AcquireParams struct {
 // Acquire gets p.Owner a lease on p.Name, trying until p.Wait has passed
 // or ctx ends. It returns a *HeldError when the lock stayed taken. If
 // p.Owner holds a live lease already, that lease is returned unchanged.
+// An attempt waits at most store.LockWait for an acquire or release of the
+// name in progress elsewhere, so Acquire answers within p.Wait plus that.
 func (s *Service) Acquire(ctx context.Context, p *AcquireParams) (*store.LockLease, error) {
 	sp := &store.LockAcquireParams{Name: p.Name, Owner: p.Owner, TTL: p.TTL, Limit: p.Limit}
 	try := func() (*store.LockLease, error) {
@@ -200,6 +207,13 @@ func (s *Service) Acquire(ctx context.Context, p *AcquireParams) (*store.LockLea
 		var held *HeldError
 		if !errors.As(err, &held) {
 			return l, err
+		}
+		select {
+		case <-deadline.C:
+			// The wait ended during this attempt (which may have waited
+			// store.LockWait for the name): its answer is the last.
+			return nil, err
+		default:
 		}
 		pause := time.NewTimer(s.poll/2 + rand.N(s.poll/2+1))
 		select {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,48 @@ func TestStart_ListensAgainAfterConnectionLoss(t *testing.T) {
 	}
 	if r := waitResult(t, ch); r.err != nil || r.lease.Owner != "b" {
 		t.Fatalf("waiter on the other node got %+v, %v; want b's lease", r.lease, r.err)
+	}
+}
+
+// An acquire whose name another node keeps locked, frozen half-way through
+// its own acquire, gives up at the end of its wait (each attempt waits at
+// most store.LockWait), saying that the name is being taken; once that
+// transaction ends, the lock is had.
+func TestAcquire_BehindFrozenTxGivesUp(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t, "postgres")
+	s := newService(t, dbtest.OpenURL(t, url), 0)
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx := t.Context()
+	l := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "a", TTL: time.Minute, Limit: 1})
+	if _, err := s.Release(ctx, &store.LockReleaseParams{Name: "l", Owner: "a", Token: l.Token}); err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Rollback()
+	if _, err := frozen.ExecContext(ctx, `SELECT last_token FROM locks WHERE name = 'l' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	_, err = s.Acquire(ctx, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1, Wait: 500 * time.Millisecond})
+	var he *lock.HeldError
+	if !errors.As(err, &he) || len(he.Holders) != 0 || !strings.Contains(err.Error(), "being acquired or released") {
+		t.Fatalf("acquire behind a frozen transaction: err = %v, want a HeldError naming no holder", err)
+	}
+	// The attempt under way at the deadline may wait store.LockWait.
+	if took, most := time.Since(start), 500*time.Millisecond+store.LockWait+time.Second; took > most {
+		t.Errorf("acquire took %v behind a frozen transaction, want at most %v", took, most)
+	}
+	frozen.Rollback()
+	if l := mustAcquire(t, s, &lock.AcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1}); l.Token <= 1 {
+		t.Errorf("token %d after the frozen transaction, want above the first", l.Token)
 	}
 }

@@ -16,7 +16,10 @@ type LockStore interface {
 	// it already holds one, and otherwise takes the next token if the live
 	// holders stay within p.Limit and within the limit of every live
 	// holder. When it cannot, the result has no Lease and lists the live
-	// holders.
+	// holders. An acquire or release of the name that another transaction
+	// keeps in progress for LockWait (a node frozen half-way through one)
+	// counts as a holder: the result then lists the live holders as last
+	// committed, which may be none.
 	LockAcquire(ctx context.Context, p *LockAcquireParams) (*LockAcquireResult, error)
 	// LockRenew moves the expiry of a live lease to now + p.TTL and returns
 	// the lease; ErrNotFound if that lease (name, owner, token) is not

@@ -7,6 +7,12 @@
 // Every time a Store compares or computes (expiry of a grab, a lease, a
 // deferred job) is taken from the database's clock, never the caller's, so
 // clock skew between rowq nodes cannot break mutual exclusion.
+//
+// No statement waits long for a row another transaction holds (LockWait):
+// rowq's transactions last milliseconds, so a row lock held for seconds is
+// held by a transaction stuck half-way, most likely that of a node frozen
+// (SIGSTOP, a stalled VM) whose database session, and with it its locks,
+// lives on.
 package store
 
 import (
@@ -22,10 +28,21 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict means a unique constraint refused the write.
 	ErrConflict = errors.New("conflict")
-	// ErrUnavailable means the database could not be reached; the caller may
-	// retry later. Dialects wrap the driver's error with it.
+	// ErrUnavailable means the database could not be reached, or a row the
+	// statement needed stayed locked by another transaction for LockWait;
+	// the caller may retry later. Dialects wrap the driver's error with it.
 	ErrUnavailable = errors.New("database unavailable")
 )
+
+// LockWait bounds how long a statement waits for a row lock that another
+// transaction holds (MySQL/MariaDB innodb_lock_wait_timeout, PostgreSQL
+// lock_timeout, set on every connection of a store's pool unless its
+// database URL sets them). A statement that waited that long fails with
+// ErrUnavailable and is not run again by the store: the holder is stuck,
+// and the caller decides when to try again. Statements that scan rows other
+// nodes may hold (grabbing, extending and rescuing jobs) skip locked rows
+// instead of waiting for them.
+const LockWait = 2 * time.Second
 
 // Job states as stored.
 const (

@@ -28,11 +28,16 @@ var (
 )
 
 const (
-	CompleteSQL = completeSQL
-	ReleaseSQL  = releaseSQL
-	ExtendSQL   = extendSQL
-	RescueSQL   = rescueSQL
+	CompleteSQL     = completeSQL
+	ReleaseSQL      = releaseSQL
+	ExtendSelectSQL = extendSelectSQL
+	ExtendSQL       = extendSQL
+	RescueSelectSQL = rescueSelectSQL
+	RescueSQL       = rescueSQL
 )
+
+// ByIDs completes ExtendSQL or RescueSQL for n ids.
+var ByIDs = byIDs
 
 // WithoutReturning makes the store insert as on MySQL, which has no
 // INSERT … RETURNING, on a MariaDB server too.

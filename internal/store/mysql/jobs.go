@@ -264,15 +264,12 @@ func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until 
 }
 
 // JobsExtend moves grabbed_until to NOW(6) + p.Lease for every job of
-// p.Queue grabbed by p.Node, and returns how many it moved.
+// p.Queue grabbed by p.Node that no other transaction holds (see
+// updateSkipLocked), and returns how many it moved.
 func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = sqldb.Affected(s.db.ExecContext(ctx, extendSQL, p.Lease.Microseconds(), p.Queue, p.Node))
-		return err
-	})
+	n, err := s.updateSkipLocked(ctx, extendSelectSQL, []any{p.Queue, p.Node}, extendSQL, p.Lease.Microseconds())
 	if err != nil {
-		return 0, fmt.Errorf("extend jobs of queue %q grabbed by node %q: %w", p.Queue, p.Node, mapErr(err))
+		return 0, fmt.Errorf("extend jobs of queue %q grabbed by node %q: %w", p.Queue, p.Node, err)
 	}
 	return n, nil
 }
@@ -305,12 +302,55 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 const (
 	completeSQL = `/* rowq:jobs.complete */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY)`
 	releaseSQL  = `/* rowq:jobs.release */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'waiting', grabbed_by = ''`
-	extendSQL   = `/* rowq:jobs.extend */ UPDATE jobs FORCE INDEX (jobs_fetch)
-		SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND
-		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?`
-	rescueSQL = `/* rowq:jobs.rescue */ UPDATE jobs FORCE INDEX (jobs_fetch) SET state = 'waiting', grabbed_by = ''
-		WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired
+	// Extending and rescuing select their rows, then set them by id
+	// (updateSkipLocked). Arguments: queue, node; lease in microseconds.
+	extendSelectSQL = `/* rowq:jobs.extend */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
+		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?
+		FOR UPDATE SKIP LOCKED`
+	extendSQL = `/* rowq:jobs.extend */ UPDATE jobs FORCE INDEX (PRIMARY)
+		SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND`
+	// Arguments: queue.
+	rescueSelectSQL = `/* rowq:jobs.rescue */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
+		WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired + `
+		FOR UPDATE SKIP LOCKED`
+	rescueSQL = `/* rowq:jobs.rescue */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'waiting', grabbed_by = ''`
 )
+
+// byIDs completes set, an UPDATE without WHERE, for n ids.
+func byIDs(set string, n int) string {
+	return set + ` WHERE id IN (` + sqldb.Placeholders(n) + `)`
+}
+
+// updateSkipLocked runs, in one short transaction, sel (a SELECT id … FOR
+// UPDATE SKIP LOCKED of jobs) with selArgs, then set (an UPDATE of jobs
+// without WHERE) with setArgs on the rows sel locked, and returns how many
+// it changed. A row another transaction holds is left out, not waited for.
+// That transaction may be a node's frozen half-way (SIGSTOP, a stalled VM)
+// while its session, and so its locks, live on: the rows a frozen grab
+// changed but did not commit sit in the grabbed range of jobs_fetch, and a
+// single UPDATE that walked that range would wait for them until the node
+// continued (InnoDB reads past a locked row, in READ COMMITTED, only on a
+// scan of the primary key). The grabbed rows of a queue are few: its
+// deliveries in flight and read-ahead.
+func (s *Store) updateSkipLocked(ctx context.Context, sel string, selArgs []any, set string, setArgs ...any) (int64, error) {
+	var n int64
+	err := retry(ctx, func() error {
+		n = 0
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			ids, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, sel, selArgs...)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			args := append(make([]any, 0, len(setArgs)+len(ids)), setArgs...)
+			for _, id := range ids {
+				args = append(args, id)
+			}
+			n, err = sqldb.Affected(tx.ExecContext(ctx, byIDs(set, len(ids)), args...))
+			return err
+		})
+	})
+	return n, mapErr(err)
+}
 
 // grabExpired is the condition on a grabbed row of jobs that its grab has
 // expired: its lease has passed, or its node has no registration (reaped
@@ -415,15 +455,12 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 }
 
 // JobsRescue puts grabbed jobs of queue whose grab has expired
-// (grabExpired) back to waiting, and returns how many.
+// (grabExpired) and that no other transaction holds (see updateSkipLocked)
+// back to waiting, and returns how many.
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = sqldb.Affected(s.db.ExecContext(ctx, rescueSQL, queue))
-		return err
-	})
+	n, err := s.updateSkipLocked(ctx, rescueSelectSQL, []any{queue}, rescueSQL)
 	if err != nil {
-		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, mapErr(err))
+		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, err)
 	}
 	return n, nil
 }

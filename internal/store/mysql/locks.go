@@ -27,11 +27,14 @@ func queryLeases(ctx context.Context, q sqldb.DBTX, query string, args ...any) (
 // LockAcquire runs one short transaction: it makes sure the name's row
 // exists and locks it (every acquire of the name queues behind that row
 // lock), drops expired holders, and then returns the owner's live lease,
-// hands out the next token, or reports the holders.
+// hands out the next token, or reports the holders. When a row it needs
+// stays locked for store.LockWait (an acquire or release of the name stuck
+// half-way, on a frozen node), it reports the holders as last committed.
 func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*store.LockAcquireResult, error) {
 	var res *store.LockAcquireResult
+	busy := false
 	err := retry(ctx, func() error {
-		return s.inTx(ctx, func(tx *sql.Tx) error {
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			res = &store.LockAcquireResult{}
 			if _, err := tx.ExecContext(ctx, `/* rowq:locks.acquire */
 				INSERT INTO locks (name, last_token, created_at) VALUES (?, 0, NOW(6))
@@ -76,7 +79,19 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 				SELECT `+lockHolderCols+` FROM lock_holders WHERE name = ? AND owner = ?`, p.Name, p.Owner))
 			return err
 		})
+		busy = lockWaitTimedOut(err)
+		if busy {
+			return nil
+		}
+		return err
 	})
+	if busy {
+		holders, err := s.LockGet(ctx, p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, err)
+		}
+		return &store.LockAcquireResult{Holders: holders}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
 	}

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -54,8 +55,9 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens a pool on a go-sql-driver DSN (user:pass@tcp(host:3306)/db).
 // It forces the session settings rowq relies on (UTC times, strict SQL
-// mode, matched-rows counts, READ COMMITTED) whatever the DSN says, and
-// does not connect: the first query does.
+// mode, matched-rows counts, READ COMMITTED) whatever the DSN says, bounds
+// row lock waits to store.LockWait unless the DSN sets
+// innodb_lock_wait_timeout, and does not connect: the first query does.
 func Open(dsn string) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -73,6 +75,9 @@ func Open(dsn string) (*Store, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Params["sql_mode"] = "'TRADITIONAL'"
+	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
+		cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(int(store.LockWait / time.Second))
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
@@ -250,10 +255,12 @@ const (
 )
 
 // unavailable lists server errors that mean "try again later": the server
-// cannot take work now, whatever the statement.
+// cannot take work now, whatever the statement, or a row it needs stayed
+// locked for store.LockWait.
 var unavailable = map[uint16]bool{
 	1040: true, // ER_CON_COUNT_ERROR: too many connections
 	1053: true, // ER_SERVER_SHUTDOWN
+	1205: true, // ER_LOCK_WAIT_TIMEOUT: another transaction held a row for store.LockWait
 	1290: true, // ER_OPTION_PREVENTS_STATEMENT: --read-only, as during a failover
 	1836: true, // ER_READ_ONLY_MODE
 	1927: true, // MariaDB ER_CONNECTION_KILLED
@@ -282,12 +289,20 @@ func mapErr(err error) error {
 	return err
 }
 
-// retryable reports a deadlock or a lock wait timeout. Both roll back at
-// least the failed statement, and what runs again is a single statement or
-// a whole transaction, so running it again is safe.
+// retryable reports a deadlock. A deadlock rolls back the transaction, and
+// what runs again is a single statement or a whole transaction, so running
+// it again is safe. A lock wait timeout is not run again: it already waited
+// store.LockWait for a holder that is stuck.
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == errLockDeadlock || me.Number == errLockWaitTimeout)
+	return errors.As(err, &me) && me.Number == errLockDeadlock
+}
+
+// lockWaitTimedOut reports that a statement waited store.LockWait for a row
+// another transaction held.
+func lockWaitTimedOut(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == errLockWaitTimeout
 }
 
 // retry runs fn again, a few times with a short jittered backoff, while it

@@ -152,11 +152,14 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 }
 
 // JobsExtend moves grabbed_until to now + p.Lease for every job of p.Queue
-// grabbed by p.Node, and returns how many it moved.
+// grabbed by p.Node that no other transaction holds (SKIP LOCKED), and
+// returns how many it moved.
 func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
 	n, err := s.exec(ctx, `/* rowq:jobs.extend */
 		UPDATE jobs SET grabbed_until = now() + make_interval(secs => $3)
-		WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_by = $2`,
+		WHERE id IN (
+			SELECT id FROM jobs WHERE queue_name = $1 AND state = 'grabbed' AND grabbed_by = $2
+			FOR UPDATE SKIP LOCKED)`,
 		p.Queue, p.Node, p.Lease.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("extend jobs of node %q in queue %q: %w", p.Node, p.Queue, mapErr(err))
@@ -234,8 +237,9 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 }
 
 // JobsRescue puts grabbed jobs of queue whose grab has expired
-// (grabExpired) back to waiting, and returns how many. Their next_try is
-// kept, so they come first in the next grab.
+// (grabExpired) and that no other transaction holds (SKIP LOCKED) back to
+// waiting, and returns how many. Their next_try is kept, so they come first
+// in the next grab.
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 	n, err := s.exec(ctx, rescueSQL, queue)
 	if err != nil {
@@ -244,10 +248,14 @@ func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 	return n, nil
 }
 
-// rescueSQL puts the queue $1's expired grabs back to waiting.
+// rescueSQL puts the queue $1's expired grabs back to waiting. A plain
+// UPDATE would wait for a row that another transaction holds and that
+// matched when last committed.
 const rescueSQL = `/* rowq:jobs.rescue */
 	UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-	WHERE queue_name = $1 AND state = 'grabbed' AND ` + grabExpired
+	WHERE id IN (
+		SELECT id FROM jobs WHERE queue_name = $1 AND state = 'grabbed' AND ` + grabExpired + `
+		FOR UPDATE OF jobs SKIP LOCKED)`
 
 // grabExpired is the condition on a grabbed row of jobs that its grab has
 // expired: its lease has passed, or its node has no registration (reaped or

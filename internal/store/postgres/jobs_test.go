@@ -1,10 +1,14 @@
 package postgres_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/store/storetest"
 )
 
 // TestJobsDue_ReadsOneEntryPerQueue checks the plan of the look for due
@@ -73,4 +77,21 @@ func TestJobsRescue_ReadsGrabsOnly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestJobs_BehindFrozenTx: a node frozen inside a transaction that changed
+// or locked jobs stalls no other node's extension, rescue or grab.
+func TestJobs_BehindFrozenTx(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	storetest.JobsBehindFrozenTx(t, s, func(t *testing.T, grab, lock int64) func() {
+		return frozenTx(t, s, func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT id FROM jobs WHERE id = $1 FOR UPDATE`, lock); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE jobs SET state = 'grabbed', grabbed_by = 'frozen',
+				grabbed_until = now() + interval '1 minute' WHERE id = $1`, grab)
+			return err
+		})
+	})
 }

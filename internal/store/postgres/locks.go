@@ -29,7 +29,9 @@ func scanLease(row pgx.CollectableRow) (*store.LockLease, error) {
 // LockAcquire runs one short transaction: it makes sure the name's row
 // exists and locks it (every acquire of the name queues behind that row
 // lock), drops expired holders, and then returns the owner's live lease,
-// hands out the next token, or reports the holders.
+// hands out the next token, or reports the holders. When a row it needs
+// stays locked for store.LockWait (an acquire or release of the name stuck
+// half-way, on a frozen node), it reports the holders as last committed.
 func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*store.LockAcquireResult, error) {
 	var res *store.LockAcquireResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -77,6 +79,13 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 		res.Lease, err = pgx.CollectExactlyOneRow(rows, scanLease)
 		return err
 	})
+	if isCode(err, codeLockNotAvailable) {
+		holders, err := s.LockGet(ctx, p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, err)
+		}
+		return &store.LockAcquireResult{Holders: holders}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
 	}

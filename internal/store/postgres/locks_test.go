@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/store/storetest"
 )
 
 // A release on one store is heard by LockListen on another store of the
@@ -67,4 +70,36 @@ func TestLockListen_HearsReleasesOfOtherStores(t *testing.T) {
 			t.Fatal("no release heard within a minute")
 		}
 	}
+}
+
+// TestLockAcquire_BehindFrozenTx: an acquire of a node frozen inside its
+// transaction holds the name's row; the others' acquires answer within
+// store.LockWait that the lock is taken (PostgreSQL's own wait is endless).
+func TestLockAcquire_BehindFrozenTx(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	storetest.LockAcquireBehindFrozenTx(t, s, func(t *testing.T, name string) func() {
+		return frozenTx(t, s, func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT last_token FROM locks WHERE name = $1 FOR UPDATE`, name)
+			return err
+		})
+	})
+}
+
+// frozenTx runs fn in a transaction that it leaves open, as a node frozen
+// half-way through it would, and returns the function that rolls it back.
+func frozenTx(t *testing.T, s *postgres.Store, fn func(ctx context.Context, tx pgx.Tx) error) (rollback func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := postgres.Pool(s).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollback = func() { tx.Rollback(ctx) } // a second call does nothing
+	t.Cleanup(rollback)
+	if err := fn(ctx, tx); err != nil {
+		rollback()
+		t.Fatal(err)
+	}
+	return rollback
 }

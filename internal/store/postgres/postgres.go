@@ -50,6 +50,8 @@ var _ store.Store = (*Store)(nil)
 
 // Open returns a store for a postgres://user:pass@host:5432/db?sslmode=…
 // URL. It does not connect until the first operation, and does not migrate.
+// Each connection waits store.LockWait at most for a lock, unless the URL
+// sets lock_timeout.
 func Open(url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -57,6 +59,14 @@ func Open(url string) (*Store, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = maxConns
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !ok {
+		// Set after connecting, not as a startup parameter, which
+		// connection poolers such as PgBouncer refuse.
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, `/* rowq:connect */ SELECT set_config('lock_timeout', $1, false)`, lockTimeout)
+			return err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -84,7 +94,18 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
+// lockTimeout is store.LockWait as lock_timeout takes it.
+var lockTimeout = strconv.FormatInt(store.LockWait.Milliseconds(), 10) + "ms"
+
+// lockMigrations waits for the migration lock, and lifts lock_timeout on
+// conn until it unlocks: another node's migrations take as long as they
+// take, and a migration's DDL may wait for the tables it alters.
 func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+	var was string
+	if err := conn.QueryRowContext(ctx, `/* rowq:migrate.lock */
+		SELECT current_setting('lock_timeout'), set_config('lock_timeout', '0', false)`).Scan(&was, new(string)); err != nil {
+		return nil, err
+	}
 	if _, err := conn.ExecContext(ctx, `/* rowq:migrate.lock */ SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
 		return nil, err
 	}
@@ -93,7 +114,8 @@ func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
 		// and with it the session's lock.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn.ExecContext(ctx, `/* rowq:migrate.unlock */ SELECT pg_advisory_unlock($1)`, migrateLockKey)
+		conn.ExecContext(ctx, `/* rowq:migrate.unlock */
+			SELECT pg_advisory_unlock($1), set_config('lock_timeout', $2, false)`, migrateLockKey, was)
 	}, nil
 }
 
@@ -156,8 +178,10 @@ func queryOne[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], sql s
 }
 
 // retry runs fn again after a short random pause when PostgreSQL aborted its
-// statement for a deadlock, a serialization failure or a lock it could not
-// take. Each statement is atomic, so running it again is safe.
+// statement for a deadlock or a serialization failure. Each statement is
+// atomic, so running it again is safe. A lock it could not take within
+// lock_timeout is not tried again: it already waited store.LockWait for a
+// holder that is stuck.
 func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	const attempts = 4
 	for i := 1; ; i++ {
@@ -180,7 +204,7 @@ func retryable(err error) bool {
 		return false
 	}
 	switch pgErr.Code {
-	case "40P01", "40001", "55P03": // deadlock, serialization failure, lock not available
+	case "40P01", "40001": // deadlock, serialization failure
 		return true
 	}
 	return false
@@ -204,6 +228,10 @@ func mapErr(err error) error {
 	return err
 }
 
+// codeLockNotAvailable is the error of a statement that waited
+// lock_timeout for a lock.
+const codeLockNotAvailable = "55P03"
+
 func isCode(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
@@ -214,9 +242,11 @@ func isCode(err error, code string) bool {
 func unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Connection exceptions, and a server shutting down or starting up.
+		// Connection exceptions, a server shutting down or starting up, and
+		// a lock held by another transaction for store.LockWait.
 		return strings.HasPrefix(pgErr.Code, "08") ||
-			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" ||
+			pgErr.Code == codeLockNotAvailable
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

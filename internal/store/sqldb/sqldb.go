@@ -56,6 +56,13 @@ func ScanString(row Scanner) (string, error) {
 	return v, err
 }
 
+// ScanInt64 scans a row of one integer column, for QueryAll and QueryOne.
+func ScanInt64(row Scanner) (int64, error) {
+	var v int64
+	err := row.Scan(&v)
+	return v, err
+}
+
 // Attempts bounds how often Retry and InTx run what they run.
 const Attempts = 5
 

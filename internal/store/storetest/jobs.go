@@ -744,3 +744,69 @@ func testJobsRescueUnregistered(t *testing.T, s store.Store) {
 		t.Fatalf("after NodeDelete, JobsRescue = %d, want 2", n)
 	}
 }
+
+// JobsBehindFrozenTx checks that extending, rescuing and grabbing jobs wait
+// for no transaction that a node left open when it was frozen half-way
+// (SIGSTOP, a stalled VM: its session, and so its row locks, live on).
+// freeze opens a transaction on s's database that marks job grab as
+// grabbed by node "frozen" without committing (a frozen grab) and locks job
+// lock (a frozen acknowledgement), and returns the function that rolls it
+// back. It is for the dialects whose transactions lock rows (MySQL,
+// PostgreSQL); SQLite has one writer, whose frozen transaction every other
+// writer waits for.
+func JobsBehindFrozenTx(t *testing.T, s store.Store, freeze func(t *testing.T, grab, lock int64) (rollback func())) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	heartbeat(t, s, "live", time.Minute)
+	heartbeat(t, s, "frozen", time.Minute)
+	ids := insert(t, s, "q", 4, 0)
+	// live holds ids[0]; "gone", which has no registration, held ids[1]
+	// and ids[2]: their grabs have expired. ids[3] waits.
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "live", Limit: 1, Lease: time.Minute}))(t)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "gone", Limit: 2, Lease: time.Minute}))(t)
+	rollback := freeze(t, ids[3], ids[2])
+	defer rollback()
+
+	// Well within store.LockWait, after which a wait fails.
+	bound := store.LockWait / 2
+	timed := func(what string, f func() (int64, error)) int64 {
+		t.Helper()
+		start := time.Now()
+		n, err := f()
+		if err != nil {
+			t.Fatalf("%s beside a frozen transaction: %v", what, err)
+		}
+		if took := time.Since(start); took > bound {
+			t.Fatalf("%s took %v beside a frozen transaction; want no wait (under %v)", what, took, bound)
+		}
+		return n
+	}
+	extend := func() (int64, error) {
+		return s.JobsExtend(ctx, &store.JobsExtendParams{Queue: "q", Node: "live", Lease: time.Minute})
+	}
+	if n := timed("JobsExtend", extend); n != 1 {
+		t.Errorf("JobsExtend extended %d jobs, want 1", n)
+	}
+	rescue := func() (int64, error) { return s.JobsRescue(ctx, "q") }
+	if n := timed("JobsRescue", rescue); n != 1 {
+		t.Errorf("JobsRescue rescued %d jobs, want 1 (the expired grab no transaction holds)", n)
+	}
+	var got []*store.Job
+	timed("JobsGrab", func() (n int64, err error) {
+		got, err = s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "live", Limit: 10, Lease: time.Minute})
+		return int64(len(got)), err
+	})
+	if want := []int64{ids[1]}; !slices.Equal(jobIDs(got), want) {
+		t.Errorf("JobsGrab took %v, want %v (the rescued job, not the one the frozen grab holds)", jobIDs(got), want)
+	}
+
+	// Once the frozen transaction ends, its rows are anybody's again.
+	rollback()
+	if n := must(s.JobsRescue(ctx, "q"))(t); n != 1 {
+		t.Errorf("JobsRescue after the rollback rescued %d jobs, want 1 (the grab the frozen transaction held)", n)
+	}
+	got = must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "live", Limit: 10, Lease: time.Minute}))(t)
+	if want := []int64{ids[2], ids[3]}; !slices.Equal(sorted(jobIDs(got)), want) {
+		t.Errorf("JobsGrab after the rollback took %v, want %v", jobIDs(got), want)
+	}
+}

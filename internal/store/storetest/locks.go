@@ -302,3 +302,32 @@ func testLockList(t *testing.T, s store.Store) {
 		t.Fatalf("second page = %s, want [c1#1] (d was released)", got)
 	}
 }
+
+// LockAcquireBehindFrozenTx checks that an acquire of a name whose row
+// another transaction keeps locked (an acquire or release of a node frozen
+// half-way: SIGSTOP, a stalled VM) waits for it no longer than
+// store.LockWait, and then answers that it cannot have the lock, naming the
+// holders as last committed. freeze opens a transaction on s's database
+// that locks the name's row in locks, and returns the function that rolls
+// it back. It is for the dialects whose transactions lock rows (MySQL,
+// PostgreSQL).
+func LockAcquireBehindFrozenTx(t *testing.T, s store.Store, freeze func(t *testing.T, name string) (rollback func())) {
+	ctx := ctxT(t)
+	a := must(s.LockAcquire(ctx, &store.LockAcquireParams{Name: "l", Owner: "a", TTL: time.Minute, Limit: 1}))(t).Lease
+	rollback := freeze(t, "l")
+	defer rollback()
+	start := time.Now()
+	res := must(s.LockAcquire(ctx, &store.LockAcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1}))(t)
+	if took := time.Since(start); took > store.LockWait+time.Second {
+		t.Errorf("acquire took %v behind a frozen transaction, want about store.LockWait (%v)", took, store.LockWait)
+	}
+	if res.Lease != nil || len(res.Holders) != 1 || res.Holders[0].Owner != "a" {
+		t.Fatalf("acquire behind a frozen transaction: lease %+v, holders %+v; want none, and holder a", res.Lease, res.Holders)
+	}
+	rollback()
+	must(s.LockRelease(ctx, &store.LockReleaseParams{Name: "l", Owner: "a", Token: a.Token}))(t)
+	b := must(s.LockAcquire(ctx, &store.LockAcquireParams{Name: "l", Owner: "b", TTL: time.Minute, Limit: 1}))(t).Lease
+	if b == nil || b.Token <= a.Token {
+		t.Fatalf("acquire after the frozen transaction ended: %+v, want a lease with a token above %d", b, a.Token)
+	}
+}
