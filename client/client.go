@@ -4,8 +4,8 @@
 // and answer bodies it sends and returns: the server uses the same types.
 //
 // Every method takes a context and returns an *Error when the server
-// answered with a status other than 200; the Error carries the status and
-// the server's message, which names the field at fault.
+// answered with a status other than 200; the Error carries the status, the
+// server's message, which names the field at fault, and its Retry-After.
 package client
 
 import (
@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,9 @@ type Error struct {
 	// Body is the whole answer, for endpoints whose errors carry more than
 	// a message (a lock's 409 lists its holders).
 	Body json.RawMessage
+	// RetryAfter is the answer's Retry-After in seconds, which a 503 (the
+	// database is away) carries; zero when it had none.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -166,6 +170,9 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if resp.StatusCode != http.StatusOK {
 		e := &Error{Status: resp.StatusCode, Body: raw}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
+		}
 		var eb rowqtype.ErrorBody
 		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
 			e.Message = eb.Error

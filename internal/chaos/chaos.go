@@ -137,6 +137,9 @@ type LockResult struct {
 	// StaleRejected counts writes the resource refused for a token older
 	// than one it had seen.
 	StaleRejected int `json:"stale_rejected"`
+	// TokensNotIncreasing counts acquires whose fencing token was not
+	// above every token handed out before the acquire was sent.
+	TokensNotIncreasing int `json:"tokens_not_increasing"`
 	// Errors are acquire requests that failed (a node down, a timeout).
 	Errors int `json:"errors"`
 }
@@ -172,9 +175,12 @@ type Result struct {
 	// EnqueueErrors counts enqueues not answered 200, by status code, or
 	// "conn" (refused or reset) and "timeout".
 	EnqueueErrors map[string]int `json:"enqueue_errors"`
-	Delivered     int            `json:"delivered"` // accepted jobs answered success at least once
-	Lost          int            `json:"lost"`      // accepted jobs never answered success
-	LostSeqs      []int          `json:"lost_seqs,omitempty"`
+	// RefusedWithoutRetryAfter counts enqueues answered 5xx without a
+	// Retry-After header.
+	RefusedWithoutRetryAfter int   `json:"refused_without_retry_after"`
+	Delivered                int   `json:"delivered"` // accepted jobs answered success at least once
+	Lost                     int   `json:"lost"`      // accepted jobs never answered success
+	LostSeqs                 []int `json:"lost_seqs,omitempty"`
 	// Duplicates are deliveries beyond a job's first, but for Retries;
 	// DuplicatesAfterSuccess those of them that follow a delivery the
 	// worker answered success (its acknowledgement was not committed).
@@ -218,18 +224,26 @@ type Result struct {
 	ElapsedS    float64  `json:"elapsed_s"`
 }
 
-// Failed reports whether the run broke a guarantee: a job lost, a lock
-// held twice, a schedule tick lost or doubled, or jobs not drained.
+// Failed reports whether the run broke a guarantee: a job lost, an
+// enqueue refused without Retry-After, a lock held twice or a fencing token
+// not above those handed out before, a schedule tick lost or doubled, or
+// jobs not drained.
 func (r *Result) Failed() error {
 	var errs []error
 	if r.Lost > 0 {
 		errs = append(errs, fmt.Errorf("%d accepted jobs lost", r.Lost))
+	}
+	if r.RefusedWithoutRetryAfter > 0 {
+		errs = append(errs, fmt.Errorf("%d enqueues refused without Retry-After", r.RefusedWithoutRetryAfter))
 	}
 	if !r.Drained {
 		errs = append(errs, errors.New("the queue did not drain in time"))
 	}
 	if r.Lock != nil && r.Lock.DoubleHolds > 0 {
 		errs = append(errs, fmt.Errorf("lock held twice %d times", r.Lock.DoubleHolds))
+	}
+	if r.Lock != nil && r.Lock.TokensNotIncreasing > 0 {
+		errs = append(errs, fmt.Errorf("%d fencing tokens not above those handed out before", r.Lock.TokensNotIncreasing))
 	}
 	if r.Schedule != nil && r.Schedule.Lost+r.Schedule.Doubled > 0 {
 		errs = append(errs, fmt.Errorf("schedule ticks lost %d, doubled %d", r.Schedule.Lost, r.Schedule.Doubled))
@@ -268,14 +282,16 @@ type run struct {
 	total    int
 	accepted []atomic.Bool
 
-	mu        sync.Mutex
-	enqErrs   map[string]int
-	kills     []*killRecord
-	skipped   int
-	stops     []*stopRecord
-	restarts  []*restartRecord
-	bg        sync.WaitGroup // SIGCONTs and replacements under way
-	startErrs []error
+	mu      sync.Mutex
+	enqErrs map[string]int
+	// refusedNoRetryAfter counts enqueues answered 5xx without Retry-After.
+	refusedNoRetryAfter int
+	kills               []*killRecord
+	skipped             int
+	stops               []*stopRecord
+	restarts            []*restartRecord
+	bg                  sync.WaitGroup // SIGCONTs and replacements under way
+	startErrs           []error
 }
 
 // Run performs a chaos run and returns its report. A returned error means
@@ -438,6 +454,11 @@ func (r *run) push(ctx context.Context, seq int) {
 		switch {
 		case errors.As(err, &ce):
 			r.countEnqErr(strconv.Itoa(ce.Status))
+			if ce.Status >= 500 && ce.RetryAfter == 0 {
+				r.mu.Lock()
+				r.refusedNoRetryAfter++
+				r.mu.Unlock()
+			}
 		case errors.As(err, &ne) && ne.Timeout():
 			r.countEnqErr("timeout")
 		default:

@@ -33,9 +33,11 @@ type lockCheck struct {
 
 	mu          sync.Mutex
 	res         LockResult
-	maxToken    int64
+	maxToken    int64 // the highest token the resource has seen
 	holder      int64 // token inside the resource; 0 for none
 	holderValid time.Time
+	// handedOut is the highest token an acquire has returned.
+	handedOut int64
 }
 
 func startLockCheck(ctx context.Context, r *run) *lockCheck {
@@ -69,6 +71,7 @@ func (lc *lockCheck) client(ctx context.Context, i int) {
 		// A new owner each time: acquiring again as the same owner would
 		// return a lease taken earlier than a0.
 		owner := fmt.Sprintf("chaos-client-%d-%d", i, attempt)
+		before := lc.lastHandedOut()
 		a0 := time.Now()
 		l, err := n.api.Acquire(ctx, lc.name, owner, client.AcquireOptions{TTL: lockTTL, Wait: lockWait})
 		if err != nil {
@@ -78,7 +81,7 @@ func (lc *lockCheck) client(ctx context.Context, i int) {
 			}
 			continue
 		}
-		lc.count(func(r *LockResult) { r.Acquisitions++ })
+		lc.acquired(l.Token, before)
 		valid := a0.Add(lockTTL - lockMargin)
 		if lc.enter(l.Token, valid) {
 			sleepCtx(ctx, lockHold)
@@ -90,6 +93,25 @@ func (lc *lockCheck) client(ctx context.Context, i int) {
 		n.api.Release(rctx, l)
 		cancel()
 	}
+}
+
+func (lc *lockCheck) lastHandedOut() int64 {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.handedOut
+}
+
+// acquired counts an acquire that returned token, sent when before was
+// the highest token handed out: every acquire is granted after those that
+// returned before it was sent, so its token must be higher.
+func (lc *lockCheck) acquired(token, before int64) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.res.Acquisitions++
+	if token <= before {
+		lc.res.TokensNotIncreasing++
+	}
+	lc.handedOut = max(lc.handedOut, token)
 }
 
 func (lc *lockCheck) count(f func(*LockResult)) {

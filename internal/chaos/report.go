@@ -22,6 +22,7 @@ func (r *run) report() *Result {
 		Faults: strings.Join(r.o.Faults, ","), EveryS: r.o.Every.Seconds(),
 		NodeTTLS: r.o.NodeTTL.Seconds(), GrabLeaseS: r.o.GrabLease.Seconds(),
 		KillsSkipped: r.skipped, WorkerFaults: injected, EnqueueErrors: map[string]int{},
+		RefusedWithoutRetryAfter: r.refusedNoRetryAfter,
 	}
 	for k, v := range r.enqErrs {
 		res.EnqueueErrors[k] = v

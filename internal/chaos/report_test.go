@@ -106,6 +106,45 @@ func TestLockCheck_DoubleHold(t *testing.T) {
 	}
 }
 
+// TestLockCheck_TokensNotIncreasing: an acquire must return a token above
+// every token returned before it was sent; one returned late (its node
+// was stopped) after a higher one is no fault, as it was granted earlier.
+func TestLockCheck_TokensNotIncreasing(t *testing.T) {
+	t.Parallel()
+	lc := &lockCheck{}
+	before := lc.lastHandedOut()
+	lc.acquired(5, before)
+	lc.acquired(6, lc.lastHandedOut())
+	lc.acquired(4, before) // sent before token 5 was returned
+	if got := lc.res.TokensNotIncreasing; got != 0 {
+		t.Fatalf("tokens not increasing = %d after tokens granted in order, want 0", got)
+	}
+	lc.acquired(6, lc.lastHandedOut()) // the counter stood still
+	lc.acquired(3, lc.lastHandedOut()) // or went back
+	if got, want := lc.res.TokensNotIncreasing, 2; got != want {
+		t.Errorf("tokens not increasing = %d, want %d", got, want)
+	}
+	if got, want := lc.res.Acquisitions, 5; got != want {
+		t.Errorf("acquisitions = %d, want %d", got, want)
+	}
+}
+
+// TestResult_Failed names each broken guarantee.
+func TestResult_Failed(t *testing.T) {
+	t.Parallel()
+	ok := Result{Drained: true, Lock: &LockResult{}, Schedule: &ScheduleResult{}}
+	if err := ok.Failed(); err != nil {
+		t.Fatalf("Failed of a clean run = %v", err)
+	}
+	bad := ok
+	bad.Lock = &LockResult{TokensNotIncreasing: 1}
+	bad.RefusedWithoutRetryAfter = 2
+	err := bad.Failed()
+	if err == nil || !strings.Contains(err.Error(), "fencing tokens") || !strings.Contains(err.Error(), "2 enqueues refused without Retry-After") {
+		t.Errorf("Failed = %v, want the token and the Retry-After failures named", err)
+	}
+}
+
 // TestValidate_StopsMustNotOverlap: a stop that lasts as long as the
 // spacing of faults would overlap the next fault; the error names the flag.
 func TestValidate_StopsMustNotOverlap(t *testing.T) {
