@@ -209,7 +209,8 @@ type Result struct {
 	// other node.
 	StopFailoverMS *Spread `json:"stop_failover_ms,omitempty"`
 	// StaleAfterCont counts jobs a stopped node delivered after SIGCONT
-	// although another node had delivered them after the SIGSTOP.
+	// (before its next SIGSTOP) although another node had delivered them
+	// between the SIGSTOP and that delivery: jobs it had lost.
 	StaleAfterCont *int `json:"stale_after_cont,omitempty"`
 	// DBResumeMS is, per database restart, the time from the restart
 	// command's end to the next delivery.

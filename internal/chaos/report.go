@@ -161,17 +161,31 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 	if len(stops) > 0 {
 		stale := 0
 		var failover []time.Duration
-		for _, s := range stops {
+		for i, s := range stops {
 			if next, ok := nextBy(nil, s.node, s.at); ok {
 				failover = append(failover, next.Sub(s.at))
 			}
 			if s.cont.IsZero() {
 				continue
 			}
+			// The stopped node's deliveries after this SIGCONT, up to its
+			// next SIGSTOP (whose own late deliveries are that stop's).
+			var until time.Time
+			for _, n := range stops[i+1:] {
+				if n.node == s.node {
+					until = n.at
+					break
+				}
+			}
+			// A late delivery is stale when another node had delivered the
+			// job since the SIGSTOP: the stopped node had lost it.
 			for _, ds := range jobs {
-				late := slices.ContainsFunc(ds, func(d delivery) bool { return d.by == s.node && !d.at.Before(s.cont) })
-				other := slices.ContainsFunc(ds, func(d delivery) bool { return d.by != s.node && d.at.After(s.at) })
-				if late && other {
+				if slices.ContainsFunc(ds, func(late delivery) bool {
+					return late.by == s.node && !late.at.Before(s.cont) && (until.IsZero() || late.at.Before(until)) &&
+						slices.ContainsFunc(ds, func(d delivery) bool {
+							return d.by != s.node && d.at.After(s.at) && !d.at.After(late.at)
+						})
+				}) {
 					stale++
 				}
 			}

@@ -68,6 +68,33 @@ func TestAnalyze_CountsAndFailover(t *testing.T) {
 	}
 }
 
+// TestAnalyze_StaleAfterCont: a delivery by the stopped node after its
+// SIGCONT is stale when another node had delivered the job since the
+// SIGSTOP; a later delivery by another node (the stopped node's answer came
+// too late, or it was stopped again) is a duplicate, not a stale delivery.
+func TestAnalyze_StaleAfterCont(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ok := func(by string, s int) delivery { return delivery{at: at(s), end: at(s), by: by, outcome: success} }
+	jobs := [][]delivery{
+		{ok("b", 15), ok("a", 31)}, // b took it over; a delivered it after SIGCONT: stale
+		{ok("a", 31), ok("b", 40)}, // a first, b later: a duplicate
+		{ok("a", 59), ok("b", 90)}, // delivered by a just before its second stop, again by b after it
+		{ok("b", 65), ok("a", 81)}, // taken over during the second stop: stale, for that stop only
+		{ok("a", 5), ok("b", 12)},  // delivered before the stop, again by b: a duplicate
+	}
+	stops := []*stopRecord{
+		{node: "a", at: at(10), cont: at(30)},
+		{node: "a", at: at(60), cont: at(80)},
+	}
+	var res Result
+	analyze(&res, jobs, []bool{true, true, true, true, true}, nil, stops, nil)
+	if res.StaleAfterCont == nil || *res.StaleAfterCont != 2 {
+		t.Errorf("stale_after_cont = %v, want 2", res.StaleAfterCont)
+	}
+}
+
 func TestAnalyze_NamesWhatWasNotMeasured(t *testing.T) {
 	t.Parallel()
 	var res Result
