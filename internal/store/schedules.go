@@ -37,7 +37,9 @@ type ScheduleStore interface {
 	// run whose previous run's job is still stored (waiting or grabbed) is
 	// recorded as skipped instead. It returns the runs as stored, or
 	// ErrNotFound if next_run_at was not p.Expect (another node fired the
-	// tick, or the schedule changed).
+	// tick, or the schedule changed) or another transaction holds the
+	// schedule's row (a node firing the tick, perhaps frozen half-way, or
+	// a change in progress): it does not wait for that transaction.
 	ScheduleFire(ctx context.Context, p *ScheduleFireParams) ([]*ScheduleRun, error)
 	// ScheduleTrigger inserts a run of kind "trigger" at the database's now
 	// with its job, outside the ticks; ErrNotFound if the schedule does not

@@ -177,9 +177,12 @@ func (s *Store) SchedulesDue(ctx context.Context, p *store.SchedulesDueParams) (
 // errLost ends a firing transaction whose compare-and-set matched nothing.
 var errLost = errors.New("next_run_at moved")
 
-// ScheduleFire fires a tick in one transaction. The UPDATE locks the
-// schedule's row, so a node racing on the same tick waits for this
-// transaction and then matches no row (READ COMMITTED re-reads it).
+// ScheduleFire fires a tick in one transaction, which first locks the
+// schedule's row at the tick expected. A row another transaction holds is
+// skipped, not waited for: that is a node firing the tick (racing, or
+// frozen half-way), or a change to the schedule, and the tick is fired
+// exactly once either way (the next look finds it still due if that
+// transaction did not fire it).
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) ([]*store.ScheduleRun, error) {
 	step, err := s.autoIncrementStep(ctx)
 	if err != nil {
@@ -189,14 +192,19 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 	err = retry(ctx, func() error {
 		runs = nil
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:schedules.fire.advance */
-				UPDATE schedules SET next_run_at = ? WHERE name = ? AND next_run_at = ? AND paused = 0`,
-				p.Next.UTC(), p.Name, p.Expect.UTC()))
+			var one int
+			err := tx.QueryRowContext(ctx, `/* rowq:schedules.fire.lock */
+				SELECT 1 FROM schedules WHERE name = ? AND next_run_at = ? AND paused = 0 FOR UPDATE SKIP LOCKED`,
+				p.Name, p.Expect.UTC()).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return errLost
+			}
 			if err != nil {
 				return err
 			}
-			if n == 0 {
-				return errLost
+			if _, err := tx.ExecContext(ctx, `/* rowq:schedules.fire.advance */
+				UPDATE schedules SET next_run_at = ? WHERE name = ?`, p.Next.UTC(), p.Name); err != nil {
+				return err
 			}
 			var now time.Time
 			if err := tx.QueryRowContext(ctx, `/* rowq:now */ SELECT NOW(6)`).Scan(&now); err != nil {

@@ -2,13 +2,16 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/mysql"
+	"github.com/rowq/rowq/internal/store/storetest"
 )
 
 func TestSchedulesDue_UsesIndexWithoutFilesort(t *testing.T) {
@@ -41,4 +44,18 @@ func TestSchedulesDue_UsesIndexWithoutFilesort(t *testing.T) {
 	if got := plan[0]["Extra"]; strings.Contains(got, "filesort") {
 		t.Errorf("due look sorts: Extra = %q", got)
 	}
+}
+
+// TestScheduleFire_BehindFrozenTx: a node frozen while it fires a tick
+// holds the schedule's row; the others' schedule loops skip the schedule
+// at once instead of waiting for it.
+func TestScheduleFire_BehindFrozenTx(t *testing.T) {
+	t.Parallel()
+	s := dbtest.Open(t, "mysql").(*mysql.Store)
+	storetest.ScheduleFireBehindFrozenTx(t, s, func(t *testing.T, name string) func() {
+		return frozenTx(t, s.DB(), func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `SELECT name FROM schedules WHERE name = ? FOR UPDATE`, name)
+			return err
+		})
+	})
 }

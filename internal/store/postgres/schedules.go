@@ -163,16 +163,21 @@ func pruneRuns(ctx context.Context, tx pgx.Tx, name string) error {
 	return err
 }
 
-// ScheduleFire fires a tick in one transaction. The UPDATE locks the
-// schedule's row; a node racing on the same tick waits for this
-// transaction, then re-checks the row's new version and matches nothing.
+// ScheduleFire fires a tick in one transaction, whose UPDATE locks the
+// schedule's row at the tick expected. A row another transaction holds is
+// skipped, not waited for: that is a node firing the tick (racing, or
+// frozen half-way), or a change to the schedule, and the tick is fired
+// exactly once either way (the next look finds it still due if that
+// transaction did not fire it).
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) ([]*store.ScheduleRun, error) {
 	var runs []*store.ScheduleRun
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		runs = nil
 		var now time.Time
 		err := tx.QueryRow(ctx, `/* rowq:schedules.fire.advance */
-			UPDATE schedules SET next_run_at = $1 WHERE name = $2 AND next_run_at = $3 AND NOT paused
+			UPDATE schedules SET next_run_at = $1 WHERE name = (
+				SELECT name FROM schedules WHERE name = $2 AND next_run_at = $3 AND NOT paused
+				FOR UPDATE SKIP LOCKED)
 			RETURNING now()`, p.Next, p.Name, p.Expect).Scan(&now)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errLost

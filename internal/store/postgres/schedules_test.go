@@ -1,11 +1,15 @@
 package postgres_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rowq/rowq/internal/store/postgres"
+	"github.com/rowq/rowq/internal/store/storetest"
 )
 
 func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
@@ -33,4 +37,18 @@ func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
 			t.Errorf("%s: due plan does not walk schedules_due without a sort:\n%s", mode, p)
 		}
 	}
+}
+
+// TestScheduleFire_BehindFrozenTx: a node frozen while it fires a tick
+// holds the schedule's row; the others' schedule loops skip the schedule
+// at once instead of waiting for it.
+func TestScheduleFire_BehindFrozenTx(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	storetest.ScheduleFireBehindFrozenTx(t, s, func(t *testing.T, name string) func() {
+		return frozenTx(t, s, func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT name FROM schedules WHERE name = $1 FOR UPDATE`, name)
+			return err
+		})
+	})
 }

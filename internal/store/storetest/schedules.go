@@ -343,3 +343,32 @@ func testScheduleFireSkipsSeenTick(t *testing.T, s store.Store) {
 		t.Errorf("%d jobs, want 1", len(grabbed))
 	}
 }
+
+// ScheduleFireBehindFrozenTx checks that firing a tick does not wait for a
+// transaction that holds the schedule's row (a node frozen half-way
+// through firing it: SIGSTOP, a stalled VM), but answers ErrNotFound, as
+// when another node fired the tick; the tick is fired once that
+// transaction ends without firing it. freeze opens a transaction on s's
+// database that locks the schedule's row, and returns the function that
+// rolls it back. It is for the dialects whose transactions lock rows
+// (MySQL, PostgreSQL).
+func ScheduleFireBehindFrozenTx(t *testing.T, s store.Store, freeze func(t *testing.T, name string) (rollback func())) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	putSchedule(t, s, newSchedule("s"))
+	rollback := freeze(t, "s")
+	defer rollback()
+	start := time.Now()
+	_, err := fire(t, s, "s", tick0, &store.ScheduleRunInsert{Tick: tick0, Job: scheduleJob("q")})
+	if took := time.Since(start); !errors.Is(err, store.ErrNotFound) || took > store.LockWait/2 {
+		t.Fatalf("fire beside a frozen transaction: %v after %v; want ErrNotFound at once", err, took)
+	}
+	rollback()
+	runs := must(fire(t, s, "s", tick0, &store.ScheduleRunInsert{Tick: tick0, Job: scheduleJob("q")}))(t)
+	if len(runs) != 1 || runs[0].JobID == 0 {
+		t.Fatalf("fire after the frozen transaction ended: %+v, want the tick's run and job", runs)
+	}
+	if hist := must(s.ScheduleRuns(ctx, &store.ScheduleRunsParams{Name: "s", Limit: 10}))(t); len(hist) != 1 {
+		t.Errorf("%d runs recorded, want 1", len(hist))
+	}
+}
