@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,9 +12,10 @@ import (
 )
 
 // TestChaos_OneKillLosesNoJob runs the chaos suite itself for a few
-// seconds: two nodes, a light load, one SIGKILL of the leader. It checks
-// the report's correctness (nothing lost, the kill and its failover
-// measured, the lock and schedule checks clean), not its timings.
+// seconds: two nodes, a light load, one SIGKILL of the leader, a sample
+// every 3 s. It checks the report's correctness (nothing lost, the kill
+// and its failover measured, the lock and schedule checks clean, the
+// samples taken), not its timings.
 func TestChaos_OneKillLosesNoJob(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range []string{"sqlite", "mysql"} {
@@ -22,7 +24,7 @@ func TestChaos_OneKillLosesNoJob(t *testing.T) {
 			cmd := exec.Command(rowqBin, "chaos", "--database-url", dbtest.URL(t, dialect), "--dir", t.TempDir(),
 				"--nodes", "2", "--rate", "100", "--duration", "8s", "--faults", "kill", "--every", "5s",
 				"--node-ttl", "2s", "--grab-lease", "3s", "--refresh-interval", "200ms", "--rescue-interval", "500ms",
-				"--settle", "1s", "--node-log-level", "warn")
+				"--settle", "1s", "--node-log-level", "warn", "--sample", "3s")
 			cmd.Env = baseEnv()
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
@@ -45,8 +47,27 @@ func TestChaos_OneKillLosesNoJob(t *testing.T) {
 			if res.Kills != 1 || res.FailoverMS == nil || res.FailoverMS.N != 1 {
 				t.Errorf("kills %d, failover %+v; want one kill and its failover measured", res.Kills, res.FailoverMS)
 			}
-			if res.Lock == nil || res.Lock.Acquisitions == 0 || res.Lock.DoubleHolds != 0 {
-				t.Errorf("lock check %+v; want acquisitions and no double hold", res.Lock)
+			if res.Lock == nil || res.Lock.Acquisitions == 0 || res.Lock.DoubleHolds != 0 || res.Lock.TokensNotIncreasing != 0 {
+				t.Errorf("lock check %+v; want acquisitions, no double hold, tokens increasing", res.Lock)
+			}
+			if res.RefusedWithoutRetryAfter != 0 {
+				t.Errorf("%d enqueues refused without Retry-After", res.RefusedWithoutRetryAfter)
+			}
+			delivered := 0
+			for _, s := range res.Samples {
+				delivered += s.Delivered
+				jobs := slices.ContainsFunc(s.Tables, func(t *chaos.TableSample) bool { return t.Name == "jobs" && t.Bytes > 0 })
+				if len(s.Nodes) == 0 || !jobs {
+					t.Errorf("sample at %.0f s: %d nodes, jobs table sized: %v; want the nodes and the jobs table", s.AtS, len(s.Nodes), jobs)
+				}
+				for _, n := range s.Nodes {
+					if n.RSSMB <= 0 || n.Goroutines <= 0 {
+						t.Errorf("sample at %.0f s: node %+v; want its memory and goroutines", s.AtS, n)
+					}
+				}
+			}
+			if len(res.Samples) < 2 || delivered == 0 {
+				t.Errorf("%d samples counting %d deliveries; want 2 or more over 8 s, with deliveries", len(res.Samples), delivered)
 			}
 			if res.Schedule == nil || res.Schedule.Runs == 0 || res.Schedule.Lost != 0 || res.Schedule.Doubled != 0 {
 				t.Errorf("schedule check %+v; want runs, none lost or doubled", res.Schedule)

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -69,7 +71,11 @@ type Options struct {
 	// DrainTimeout bounds the wait for every accepted job after the load;
 	// Settle is the wait after that, for late duplicates to show.
 	DrainTimeout, Settle time.Duration
-	Log                  *slog.Logger // progress; nil for none
+	// Sample, when set, takes a Sample this often while the load runs:
+	// each node's memory and goroutines, the tables' sizes, the latency
+	// of the interval's deliveries (a soak).
+	Sample time.Duration
+	Log    *slog.Logger // progress; nil for none
 }
 
 // Validate checks the options; its messages name the flag.
@@ -92,6 +98,7 @@ func (o *Options) Validate() error {
 	}
 	check(o.JobTimeout >= time.Second && o.JobTimeout%time.Second == 0, "job-timeout: whole seconds, at least 1s, got %v", o.JobTimeout)
 	check(o.LockClients >= 0, "lock-clients: must not be negative")
+	check(o.Sample == 0 || o.Sample >= time.Second, "sample: must be 0 (none) or at least 1s, got %v", o.Sample)
 	for _, f := range o.Faults {
 		switch f {
 		case FaultKill, FaultStop, FaultWorker:
@@ -218,6 +225,8 @@ type Result struct {
 
 	Lock     *LockResult     `json:"lock,omitempty"`
 	Schedule *ScheduleResult `json:"schedule,omitempty"`
+	// Samples are a soak's samples (Options.Sample), in order.
+	Samples []*Sample `json:"samples,omitempty"`
 
 	Drained bool `json:"drained"`
 	// NotMeasured names what this run did not measure, and why.
@@ -282,6 +291,9 @@ type run struct {
 	category string
 	total    int
 	accepted []atomic.Bool
+	// pushedAt is, per job, when its enqueue was sent (UnixNano; 0: not
+	// yet), kept for a soak's latency.
+	pushedAt []atomic.Int64
 
 	mu      sync.Mutex
 	enqErrs map[string]int
@@ -311,10 +323,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		total: int(o.Rate * o.Duration.Seconds()), enqErrs: map[string]int{}}
 	r.accepted = make([]atomic.Bool, r.total)
 	var err error
-	if r.w, err = newWorker(r.total, o.JobTimeout, o.WorkTime); err != nil {
+	if r.w, err = newWorker(r.total, o.JobTimeout, o.WorkTime, o.Sample > 0); err != nil {
 		return nil, err
 	}
 	defer r.w.close()
+	var st store.Store
+	if o.Sample > 0 {
+		r.pushedAt = make([]atomic.Int64, r.total)
+		if st, err = backend.Open(o.DatabaseURL); err != nil {
+			return nil, err
+		}
+		defer st.Close()
+	}
 	r.c = newCluster(r.o, id)
 	defer r.c.close(15 * time.Second)
 
@@ -346,12 +366,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	locks := startLockCheck(lctx, r)
 
 	loadDone := make(chan struct{})
+	loadBegan := time.Now()
 	go func() {
 		defer close(loadDone)
 		r.load(ctx)
 	}()
+	sampled := make(chan []*Sample, 1)
+	go func() {
+		var s []*Sample
+		if st != nil {
+			s = r.sampleLoad(ctx, st, loadBegan, loadDone)
+		}
+		sampled <- s
+	}()
 	r.injectFaults(ctx, loadDone)
 	<-loadDone
+	samples := <-sampled
 	r.log.Info("load done; draining", "jobs", r.total)
 	stopLocks()
 	lockRes := locks.wait()
@@ -368,7 +398,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := r.report()
 	res.Drained = drained
-	res.Lock, res.Schedule = lockRes, schedRes
+	res.Lock, res.Schedule, res.Samples = lockRes, schedRes, samples
 	if res.Schedule != nil {
 		_, res.Schedule.Jobs, _, _ = r.w.snapshot()
 	}
@@ -445,6 +475,9 @@ func (r *run) push(ctx context.Context, seq int) {
 	if n == nil {
 		r.countEnqErr("no_node")
 		return
+	}
+	if r.pushedAt != nil {
+		r.pushedAt[seq].Store(time.Now().UnixNano())
 	}
 	timeout := int(r.o.JobTimeout / time.Second)
 	req := &rowqtype.JobRequest{URL: r.w.url + "/job", Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`),

@@ -249,6 +249,19 @@ func (c *cluster) close(timeout time.Duration) {
 	}
 }
 
+// running returns the up nodes that are not stopped.
+func (c *cluster) running() []*node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ns []*node
+	for _, n := range c.up {
+		if !n.stopped {
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
 func (c *cluster) isStopped(n *node) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

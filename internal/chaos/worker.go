@@ -45,13 +45,18 @@ type worker struct {
 	faultSeen  int            // deliveries seen while a fault lasted
 	injected   map[string]int // misbehaviours by kind
 	strays     int            // deliveries whose payload is not one of the load's
+	// firsts are the first deliveries since the last takeFirsts, kept
+	// only when keepFirsts is set (a soak samples their latency).
+	keepFirsts bool
+	firsts     []firstDelivery
 
 	srv *http.Server
 	url string
 }
 
-func newWorker(jobs int, jobTimeout, workTime time.Duration) (*worker, error) {
-	w := &worker{jobTimeout: jobTimeout, workTime: workTime, jobs: make([][]*delivery, jobs), injected: map[string]int{}}
+func newWorker(jobs int, jobTimeout, workTime time.Duration, keepFirsts bool) (*worker, error) {
+	w := &worker{jobTimeout: jobTimeout, workTime: workTime, jobs: make([][]*delivery, jobs), injected: map[string]int{},
+		keepFirsts: keepFirsts}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -92,6 +97,9 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := &delivery{at: now, by: r.UserAgent()}
+	if w.keepFirsts && len(w.jobs[*p.Seq]) == 0 {
+		w.firsts = append(w.firsts, firstDelivery{seq: *p.Seq, at: now})
+	}
 	w.jobs[*p.Seq] = append(w.jobs[*p.Seq], d)
 	kind := ""
 	if now.Before(w.faultUntil) {
@@ -172,6 +180,15 @@ func (w *worker) snapshot() (jobs [][]delivery, ticks int, injected map[string]i
 		injected[k] = v
 	}
 	return jobs, w.ticks, injected, w.strays
+}
+
+// takeFirsts returns the first deliveries since the last call.
+func (w *worker) takeFirsts() []firstDelivery {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.firsts
+	w.firsts = nil
+	return f
 }
 
 // succeeded reports whether job seq has a delivery answered success.

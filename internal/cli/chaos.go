@@ -45,6 +45,7 @@ func chaosCmd(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.Schedule, "schedule", true, "run a schedule every second and count its runs per tick")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 2*time.Minute, "how long to wait after the load for every accepted job")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Second, "wait after the drain, for late duplicates to show")
+	fs.DurationVar(&o.Sample, "sample", 0, "a soak: this often, read each node's memory and goroutines, the tables' sizes and the deliveries' latency (0: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: rowq chaos [flags]
 
@@ -52,8 +53,10 @@ Starts --nodes rowq serve processes on one database, offers --rate jobs/s
 through all of them to a checking worker for --duration, injects one fault
 every --every, waits for the queue to drain and prints one JSON line:
 accepted, delivered, lost, duplicates, in_flight_at_kills, failover_ms,
-redelivery_ms, lock and schedule checks (docs/reliability.md). Exits 1 when
-a job was lost, a lock held twice or a schedule tick lost or doubled.
+redelivery_ms, lock and schedule checks, and with --sample a soak's samples
+(docs/reliability.md). Exits 1 when a job was lost, an enqueue refused
+without Retry-After, a lock held twice or its token not increasing, or a
+schedule tick lost or doubled.
 
 Flags:
 `)

@@ -23,6 +23,24 @@ type InspectStore interface {
 	// FailedJobDelete removes one failure log entry of the queue and returns
 	// it, or ErrNotFound.
 	FailedJobDelete(ctx context.Context, queue string, id int64) (*FailedJob, error)
+	// TablesSize returns the size of each table of the database, by name,
+	// as the database reckons it: what a soak watches to see that the
+	// tables do not grow under a steady load.
+	TablesSize(ctx context.Context) ([]*TableSize, error)
+}
+
+// TableSize is the size of one table.
+type TableSize struct {
+	Name string
+	// Rows is the database's estimate (MySQL/MariaDB: InnoDB's, from
+	// information_schema.TABLES; PostgreSQL: n_live_tup) or, on SQLite, a
+	// count.
+	Rows int64
+	// Bytes is the space the table and its indexes take.
+	Bytes int64
+	// DeadRows are PostgreSQL's dead row versions that no vacuum has
+	// removed yet (n_dead_tup); 0 elsewhere.
+	DeadRows int64
 }
 
 // Kinds of jobs JobsList lists.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // jobsListSQL builds the listing query for a kind and direction. Waiting
@@ -175,4 +176,21 @@ func (s *Store) FailedJobDelete(ctx context.Context, queue string, id int64) (*s
 		return nil, fmt.Errorf("delete failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return f, nil
+}
+
+// TablesSize returns the tables of the database with InnoDB's estimates of
+// their rows and bytes (data and indexes), which it refreshes as rows
+// change (innodb_stats_auto_recalc).
+func (s *Store) TablesSize(ctx context.Context) ([]*store.TableSize, error) {
+	ts, err := sqldb.QueryAll(ctx, s.db, func(row sqldb.Scanner) (*store.TableSize, error) {
+		var t store.TableSize
+		err := row.Scan(&t.Name, &t.Rows, &t.Bytes)
+		return &t, err
+	}, `/* rowq:inspect.tables_size */ SELECT TABLE_NAME, COALESCE(TABLE_ROWS, 0), COALESCE(DATA_LENGTH + INDEX_LENGTH, 0)
+		FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE'
+		ORDER BY TABLE_NAME`)
+	if err != nil {
+		return nil, fmt.Errorf("size tables: %w", mapErr(err))
+	}
+	return ts, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rowq/rowq/internal/store"
 )
 
@@ -107,4 +109,20 @@ func (s *Store) FailedJobDelete(ctx context.Context, queue string, id int64) (*s
 		return nil, fmt.Errorf("delete failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return f, nil
+}
+
+// TablesSize returns the tables of the current schema with the statistics
+// collector's live and dead row counts and the bytes of each table with
+// its indexes and TOAST.
+func (s *Store) TablesSize(ctx context.Context) ([]*store.TableSize, error) {
+	ts, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.TableSize, error) {
+		var t store.TableSize
+		err := row.Scan(&t.Name, &t.Rows, &t.Bytes, &t.DeadRows)
+		return &t, err
+	}, `/* rowq:inspect.tables_size */ SELECT relname, n_live_tup, pg_total_relation_size(relid), n_dead_tup
+		FROM pg_stat_user_tables WHERE schemaname = current_schema() ORDER BY relname`)
+	if err != nil {
+		return nil, fmt.Errorf("size tables: %w", mapErr(err))
+	}
+	return ts, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // jobsListSQL builds the listing query for a kind and direction. It walks
@@ -129,4 +130,29 @@ func (s *Store) FailedJobDelete(ctx context.Context, queue string, id int64) (*s
 		return nil, fmt.Errorf("delete failed job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return f, nil
+}
+
+// TablesSize counts the rows of each table and adds up the pages of the
+// table and its indexes (the dbstat table).
+func (s *Store) TablesSize(ctx context.Context) ([]*store.TableSize, error) {
+	ts, err := sqldb.QueryAll(ctx, s.r, func(row sqldb.Scanner) (*store.TableSize, error) {
+		var t store.TableSize
+		err := row.Scan(&t.Name, &t.Bytes)
+		return &t, err
+	}, `/* rowq:inspect.tables_size */ SELECT t.name, COALESCE(SUM(d.pgsize), 0)
+		FROM sqlite_schema t JOIN sqlite_schema o ON o.tbl_name = t.name LEFT JOIN dbstat d ON d.name = o.name
+		WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite_%'
+		GROUP BY t.name ORDER BY t.name`)
+	if err == nil {
+		for _, t := range ts {
+			// The names come from sqlite_schema, not from a caller.
+			if err = s.r.QueryRowContext(ctx, `/* rowq:inspect.tables_size */ SELECT COUNT(*) FROM "`+t.Name+`"`).Scan(&t.Rows); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("size tables: %w", mapErr(err))
+	}
+	return ts, nil
 }

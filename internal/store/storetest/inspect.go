@@ -17,6 +17,32 @@ var inspectTests = []conformanceTest{
 	{"Inspect_JobsPagingUnderConcurrentWrites", testJobsPagingConcurrent},
 	{"Inspect_JobDelete", testJobDelete},
 	{"Inspect_FailedJobsListAndDelete", testFailedJobsList},
+	{"Inspect_TablesSize", testTablesSize},
+}
+
+// testTablesSize: every table of rowq's schema is sized, and a table that
+// holds rows takes space. (Row counts are the database's estimates, which
+// lag on MySQL and PostgreSQL.)
+func testTablesSize(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	insert(t, s, "q", 50, 0)
+	ts := must(s.TablesSize(ctx))(t)
+	byName := map[string]*store.TableSize{}
+	for _, tb := range ts {
+		if tb.Rows < 0 || tb.Bytes < 0 || tb.DeadRows < 0 {
+			t.Errorf("table %s: %+v, want no negative size", tb.Name, tb)
+		}
+		byName[tb.Name] = tb
+	}
+	for _, name := range []string{"jobs", "failed_jobs", "queues", "routings", "nodes", "queue_stats", "locks", "lock_holders", "schedules", "schedule_runs", "rowq_migrations"} {
+		if byName[name] == nil {
+			t.Errorf("table %s not sized; got %d tables", name, len(ts))
+		}
+	}
+	if j := byName["jobs"]; j != nil && j.Bytes == 0 {
+		t.Errorf("jobs holds 50 rows in 0 bytes")
+	}
 }
 
 // pageJobs walks a whole listing page by page and returns the jobs in the
