@@ -242,11 +242,13 @@ func isCode(err error, code string) bool {
 func unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Connection exceptions, a server shutting down or starting up, and
-		// a lock held by another transaction for store.LockWait.
+		// Connection exceptions, a server shutting down or starting up, no
+		// connection left (max_connections, or a role's or database's
+		// limit), and a lock held by another transaction for
+		// store.LockWait.
 		return strings.HasPrefix(pgErr.Code, "08") ||
 			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" ||
-			pgErr.Code == codeLockNotAvailable
+			pgErr.Code == "53300" || pgErr.Code == codeLockNotAvailable
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

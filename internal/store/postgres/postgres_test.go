@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,31 @@ func TestOpen_Unavailable(t *testing.T) {
 	}
 	if _, err := s.QueueGet(ctx, "q"); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("QueueGet err = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestOpen_NoConnectionLeft: a server that has no connection left for
+// rowq (max_connections reached; here a role limited to none) is
+// unavailable, so that the API answers 503 with Retry-After, not 500.
+func TestOpen_NoConnectionLeft(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	role := fmt.Sprintf("rowq_noconn_%d", time.Now().UnixNano())
+	if _, err := postgres.Pool(s).Exec(ctx, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { postgres.Pool(s).Exec(context.Background(), "DROP ROLE "+role) })
+	u, err := url.Parse(dbtest.URL(t, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	limited, err := postgres.Open(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer limited.Close()
+	if err := limited.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping as a role without connections: %v, want ErrUnavailable", err)
 	}
 }
