@@ -215,8 +215,8 @@ type Result struct {
 	// StopFailoverMS is, per SIGSTOP, the time to the next delivery by any
 	// other node.
 	StopFailoverMS *Spread `json:"stop_failover_ms,omitempty"`
-	// StaleAfterCont counts jobs a stopped node delivered after SIGCONT
-	// (before its next SIGSTOP) although another node had delivered them
+	// StaleAfterCont counts jobs a stopped node held at the SIGSTOP and
+	// delivered after its SIGCONT although another node had delivered them
 	// between the SIGSTOP and that delivery: jobs it had lost.
 	StaleAfterCont *int `json:"stale_after_cont,omitempty"`
 	// DBResumeMS is, per database restart, the time from the restart
@@ -269,10 +269,12 @@ type killRecord struct {
 	held []int
 }
 
-// stopRecord is one SIGSTOP and its SIGCONT (zero until sent).
+// stopRecord is one SIGSTOP and its SIGCONT (zero until sent), and the
+// jobs the node held a moment before the SIGSTOP.
 type stopRecord struct {
 	node     string
 	at, cont time.Time
+	held     []int
 }
 
 // restartRecord is one database restart: when the command began and ended.
@@ -621,7 +623,8 @@ func (r *run) stop(ctx context.Context) {
 		r.log.Warn("stop skipped: no running leader", "err", err)
 		return
 	}
-	s := &stopRecord{node: victim.id, at: time.Now()}
+	held := r.grabbedBy(ctx, victim.id)
+	s := &stopRecord{node: victim.id, at: time.Now(), held: held}
 	if err := r.c.freeze(victim, true); err != nil {
 		r.log.Warn("SIGSTOP", "node", victim.id, "err", err)
 		return

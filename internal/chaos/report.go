@@ -102,32 +102,38 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 		return first, ok
 	}
 
+	// heldAt returns the jobs node held at t: grabbed a moment before (the
+	// listing in listed), or open at the worker at t; less those answered
+	// success before t. open counts the deliveries open at t.
+	heldAt := func(node string, t time.Time, listed []int) (held map[int]bool, open int) {
+		held = map[int]bool{}
+		for _, seq := range listed {
+			held[seq] = true
+		}
+		for seq, ds := range jobs {
+			for _, d := range ds {
+				if d.by == node && !d.at.After(t) && (d.end.IsZero() || d.end.After(t)) {
+					open++
+					held[seq] = true
+				}
+			}
+		}
+		for seq := range held {
+			if seq < 0 || seq >= len(jobs) || slices.ContainsFunc(jobs[seq], func(d delivery) bool {
+				return d.outcome == success && !d.end.After(t)
+			}) {
+				delete(held, seq)
+			}
+		}
+		return held, open
+	}
+
 	if len(kills) > 0 {
 		inFlight, notRedelivered := 0, 0
 		var failover, redelivery []time.Duration
 		for _, k := range kills {
-			// Jobs the node held: grabbed a moment before the kill, or
-			// open at the worker at the kill; less those answered success
-			// before it.
-			held := map[int]bool{}
-			for _, seq := range k.held {
-				held[seq] = true
-			}
-			for seq, ds := range jobs {
-				for _, d := range ds {
-					if d.by == k.node && !d.at.After(k.at) && (d.end.IsZero() || d.end.After(k.at)) {
-						inFlight++
-						held[seq] = true
-					}
-				}
-			}
-			for seq := range held {
-				if seq < 0 || seq >= len(jobs) || slices.ContainsFunc(jobs[seq], func(d delivery) bool {
-					return d.outcome == success && !d.end.After(k.at)
-				}) {
-					delete(held, seq)
-				}
-			}
+			held, open := heldAt(k.node, k.at, k.held)
+			inFlight += open
 			if next, ok := nextBy(nil, k.node, k.at); ok {
 				failover = append(failover, next.Sub(k.at))
 			}
@@ -161,27 +167,21 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 	if len(stops) > 0 {
 		stale := 0
 		var failover []time.Duration
-		for i, s := range stops {
+		for _, s := range stops {
 			if next, ok := nextBy(nil, s.node, s.at); ok {
 				failover = append(failover, next.Sub(s.at))
 			}
 			if s.cont.IsZero() {
 				continue
 			}
-			// The stopped node's deliveries after this SIGCONT, up to its
-			// next SIGSTOP (whose own late deliveries are that stop's).
-			var until time.Time
-			for _, n := range stops[i+1:] {
-				if n.node == s.node {
-					until = n.at
-					break
-				}
-			}
-			// A late delivery is stale when another node had delivered the
-			// job since the SIGSTOP: the stopped node had lost it.
-			for _, ds := range jobs {
+			// A job the node held at the SIGSTOP is stale when the node
+			// delivered it after its SIGCONT although another node had
+			// delivered it since the SIGSTOP: the node had lost it.
+			held, _ := heldAt(s.node, s.at, s.held)
+			for seq := range held {
+				ds := jobs[seq]
 				if slices.ContainsFunc(ds, func(late delivery) bool {
-					return late.by == s.node && !late.at.Before(s.cont) && (until.IsZero() || late.at.Before(until)) &&
+					return late.by == s.node && !late.at.Before(s.cont) &&
 						slices.ContainsFunc(ds, func(d delivery) bool {
 							return d.by != s.node && d.at.After(s.at) && !d.at.After(late.at)
 						})

@@ -68,26 +68,25 @@ func TestAnalyze_CountsAndFailover(t *testing.T) {
 	}
 }
 
-// TestAnalyze_StaleAfterCont: a delivery by the stopped node after its
-// SIGCONT is stale when another node had delivered the job since the
-// SIGSTOP; a later delivery by another node (the stopped node's answer came
-// too late, or it was stopped again) is a duplicate, not a stale delivery.
+// TestAnalyze_StaleAfterCont: a job the stopped node held at the SIGSTOP
+// is stale when the node delivered it after its SIGCONT although another
+// node had delivered it since the SIGSTOP; a later delivery by another
+// node is a duplicate, and a job the node did not hold at the SIGSTOP (it
+// delivered it again as the leader after another node failed with it) is
+// no stale delivery.
 func TestAnalyze_StaleAfterCont(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	ok := func(by string, s int) delivery { return delivery{at: at(s), end: at(s), by: by, outcome: success} }
 	jobs := [][]delivery{
-		{ok("b", 15), ok("a", 31)}, // b took it over; a delivered it after SIGCONT: stale
-		{ok("a", 31), ok("b", 40)}, // a first, b later: a duplicate
-		{ok("a", 59), ok("b", 90)}, // delivered by a just before its second stop, again by b after it
-		{ok("b", 65), ok("a", 81)}, // taken over during the second stop: stale, for that stop only
-		{ok("a", 5), ok("b", 12)},  // delivered before the stop, again by b: a duplicate
+		{ok("b", 15), ok("a", 31)},                                     // held, grabbed: b took it over; a delivered it after SIGCONT: stale
+		{ok("a", 31), ok("b", 40)},                                     // held: a first, b later: a duplicate
+		{ok("b", 50), ok("a", 55)},                                     // not held at the stop: b was stopped with it, a delivered it again
+		{{at: at(9), by: "a", outcome: cut}, ok("b", 12), ok("a", 30)}, // open at the worker at the stop: stale
+		{ok("a", 5), ok("b", 12)},                                      // delivered before the stop, again by b: a duplicate
 	}
-	stops := []*stopRecord{
-		{node: "a", at: at(10), cont: at(30)},
-		{node: "a", at: at(60), cont: at(80)},
-	}
+	stops := []*stopRecord{{node: "a", at: at(10), cont: at(30), held: []int{0, 1}}}
 	var res Result
 	analyze(&res, jobs, []bool{true, true, true, true, true}, nil, stops, nil)
 	if res.StaleAfterCont == nil || *res.StaleAfterCont != 2 {
