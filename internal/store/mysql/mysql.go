@@ -210,7 +210,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 // lockMigrations takes a named lock for the database (names are global to
-// the server, so the database's name is part of it; at most 64 characters).
+// the server, so the database's name is part of it; at most 64 characters),
+// and gives conn the server's own row lock wait until it unlocks instead of
+// store.LockWait: a migration that changes rows (0700) may wait for the
+// grabs of nodes still running.
 func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
 	const name = "LEFT(CONCAT('rowq_migrate:', DATABASE()), 64)"
 	var got sql.NullInt64
@@ -220,10 +223,27 @@ func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
 	if got.Int64 != 1 {
 		return nil, errors.New("another node held the migration lock for 60s")
 	}
-	return func() {
+	unlock := func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		conn.ExecContext(ctx, "/* rowq:migrate.unlock */ DO RELEASE_LOCK("+name+")")
+	}
+	var was int64
+	if err := conn.QueryRowContext(ctx, "/* rowq:migrate.lock */ SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&was); err != nil {
+		unlock()
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "/* rowq:migrate.lock */ SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout"); err != nil {
+		unlock()
+		return nil, err
+	}
+	return func() {
+		unlock()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.ExecContext(ctx, "/* rowq:migrate.unlock */ SET SESSION innodb_lock_wait_timeout = ?", was); err != nil {
+			discard(conn) // not back to the pool without its bound
+		}
 	}, nil
 }
 
