@@ -7,7 +7,7 @@
 #
 # MODE is one of: mariadb postgres sqlite latency batch-mariadb batch-postgres
 # drain drain-1m (default: all but drain-1m). Databases rowq_bench are
-# recreated empty on the local MariaDB and PostgreSQL before each run.
+# recreated empty on the local MariaDB or PostgreSQL before each run on it.
 #
 # NEW_ARGS and BASE_ARGS (environment) add `rowq bench` flags to the new and
 # the base runs, to compare settings of one build, e.g. auth and signing on
@@ -36,15 +36,18 @@ args_of() {
 	esac
 }
 
+# fresh MODE: recreates the empty rowq_bench database the mode runs on.
 fresh() {
-	mysql -uroot -e 'DROP DATABASE IF EXISTS rowq_bench; CREATE DATABASE rowq_bench'
-	psql -q -U postgres -h 127.0.0.1 -d postgres -c 'DROP DATABASE IF EXISTS rowq_bench' -c 'CREATE DATABASE rowq_bench'
+	case $(args_of "$1") in
+	*"$my"*) mysql -uroot -e 'DROP DATABASE IF EXISTS rowq_bench; CREATE DATABASE rowq_bench' ;;
+	*"$pg"*) psql -q -U postgres -h 127.0.0.1 -d postgres -c 'DROP DATABASE IF EXISTS rowq_bench' -c 'CREATE DATABASE rowq_bench' ;;
+	esac
 }
 
 # one BIN MODE [ARGS]: prints "rate enqueue p50 p99" of one run, or fails.
 one() {
 	local out
-	fresh
+	fresh "$2"
 	out=$("$1" bench $(args_of "$2") ${3:-} --runs 1 2>&1) || { echo "$out" >&2; return 1; }
 	echo "$out" | grep -q 'lost=0 duplicates=0' || { echo "$out" >&2; return 1; }
 	echo "$out" | sed -n 's/^median of 1 runs: end to end \([0-9]*\) jobs\/s, enqueue \([0-9]*\) jobs\/s, p50 \([^,]*\), p99 \(.*\)$/\1 \2 \3 \4/p'
