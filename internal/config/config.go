@@ -54,7 +54,7 @@ type Config struct {
 	TLSKey  string
 	CAFile  string
 
-	// Worker URLs and signed deliveries (docs/security-deliveries.md): the allow
+	// Worker URLs and signed deliveries (docs/security.md#worker-urls): the allow
 	// list, the refusal of private addresses, and the Standard Webhooks
 	// signing secrets, comma-separated, "" for none.
 	WorkerURLAllow    string
