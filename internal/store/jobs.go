@@ -36,7 +36,9 @@ type JobStore interface {
 	// next_try, and returns them in that order.
 	JobsGrab(ctx context.Context, p *JobsGrabParams) ([]*Job, error)
 	// JobsExtend moves grabbed_until to now + p.Lease for every job of
-	// p.Queue grabbed by p.Node, and returns how many it moved.
+	// p.Queue grabbed by p.Node, and returns how many it moved. It waits
+	// for no grab of another node, not even one a node frozen half-way
+	// through a transaction holds (see LockWait).
 	JobsExtend(ctx context.Context, p *JobsExtendParams) (int64, error)
 	// JobsComplete deletes the given jobs where they are still grabbed by
 	// p.Node, and returns how many it deleted.
@@ -58,7 +60,9 @@ type JobStore interface {
 	// grabbed_until has passed or its node has no registration at all (it
 	// was reaped or deleted: see NodeStore.NodesReap), so a dead node's
 	// grabs come back at once when its death was noticed through its
-	// session.
+	// session. A grab another transaction holds is left for a later
+	// rescue, not waited for; and a rescue holds no grab but those it
+	// rescues, so that a node frozen in the middle of one stalls nobody.
 	JobsRescue(ctx context.Context, queue string) (int64, error)
 	// JobGet returns one job of the queue, or ErrNotFound.
 	JobGet(ctx context.Context, queue string, id int64) (*Job, error)

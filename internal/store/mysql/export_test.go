@@ -28,16 +28,19 @@ var (
 )
 
 const (
-	CompleteSQL     = completeSQL
-	ReleaseSQL      = releaseSQL
-	ExtendSelectSQL = extendSelectSQL
-	ExtendSQL       = extendSQL
-	RescueSelectSQL = rescueSelectSQL
-	RescueSQL       = rescueSQL
+	CompleteSQL   = completeSQL
+	ReleaseSQL    = releaseSQL
+	ExtendFindSQL = extendFindSQL
+	ExtendSQL     = extendSQL
+	RescueFindSQL = rescueFindSQL
+	RescueSQL     = rescueSQL
 )
 
-// ByIDs completes ExtendSQL or RescueSQL for n ids.
-var ByIDs = byIDs
+// ByIDs completes RescueSQL for n ids; RescueLockSQL locks n ids to rescue.
+var (
+	ByIDs         = byIDs
+	RescueLockSQL = rescueLockSQL
+)
 
 // WithoutReturning makes the store insert as on MySQL, which has no
 // INSERT … RETURNING, on a MariaDB server too.

@@ -264,10 +264,14 @@ func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until 
 }
 
 // JobsExtend moves grabbed_until to NOW(6) + p.Lease for every job of
-// p.Queue grabbed by p.Node that no other transaction holds (see
-// updateSkipLocked), and returns how many it moved.
+// p.Queue grabbed by p.Node, found without locking (findIDs) and written
+// by primary key, and returns how many it moved.
 func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int64, error) {
-	n, err := s.updateSkipLocked(ctx, extendSelectSQL, []any{p.Queue, p.Node}, extendSQL, p.Lease.Microseconds())
+	ids, err := s.findIDs(ctx, extendFindSQL, p.Queue, p.Node)
+	var n int64
+	if err == nil {
+		n, err = s.execHeld(ctx, extendSQL, []any{p.Lease.Microseconds()}, ids, p.Node)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("extend jobs of queue %q grabbed by node %q: %w", p.Queue, p.Node, err)
 	}
@@ -277,7 +281,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 // JobsComplete deletes the given jobs where they are still grabbed by
 // p.Node, and returns how many it deleted.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	n, err := s.execHeld(ctx, completeSQL, p.IDs, p.Node)
+	n, err := s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node)
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
@@ -287,7 +291,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	n, err := s.execHeld(ctx, releaseSQL, p.IDs, p.Node)
+	n, err := s.execHeld(ctx, releaseSQL, nil, p.IDs, p.Node)
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
@@ -302,54 +306,58 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 const (
 	completeSQL = `/* rowq:jobs.complete */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY)`
 	releaseSQL  = `/* rowq:jobs.release */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'waiting', grabbed_by = ''`
-	// Extending and rescuing select their rows, then set them by id
-	// (updateSkipLocked). Arguments: queue, node; lease in microseconds.
-	extendSelectSQL = `/* rowq:jobs.extend */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
-		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?
-		FOR UPDATE SKIP LOCKED`
-	extendSQL = `/* rowq:jobs.extend */ UPDATE jobs FORCE INDEX (PRIMARY)
-		SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND`
-	// Arguments: queue.
-	rescueSelectSQL = `/* rowq:jobs.rescue */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
-		WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired + `
-		FOR UPDATE SKIP LOCKED`
+	// Extending and rescuing find the ids of their rows with a plain read
+	// (findIDs) and write those rows by primary key. Arguments of the
+	// finds: queue, node; queue.
+	extendFindSQL = `/* rowq:jobs.extend */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
+		WHERE queue_name = ? AND state = 'grabbed' AND grabbed_by = ?`
+	extendSQL     = `/* rowq:jobs.extend */ UPDATE jobs FORCE INDEX (PRIMARY) SET grabbed_until = NOW(6) + INTERVAL ? MICROSECOND`
+	rescueFindSQL = `/* rowq:jobs.rescue */ SELECT id FROM jobs FORCE INDEX (jobs_fetch)
+		WHERE queue_name = ? AND state = 'grabbed' AND ` + grabExpired
 	rescueSQL = `/* rowq:jobs.rescue */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'waiting', grabbed_by = ''`
 )
+
+// rescueLockSQL locks those of n ids (found by rescueFindSQL) whose grab
+// has still expired, skipping the rows another transaction holds.
+func rescueLockSQL(n int) string {
+	return `/* rowq:jobs.rescue */ SELECT id FROM jobs FORCE INDEX (PRIMARY)
+		WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND ` + grabExpired + `
+		FOR UPDATE SKIP LOCKED`
+}
 
 // byIDs completes set, an UPDATE without WHERE, for n ids.
 func byIDs(set string, n int) string {
 	return set + ` WHERE id IN (` + sqldb.Placeholders(n) + `)`
 }
 
-// updateSkipLocked runs, in one short transaction, sel (a SELECT id … FOR
-// UPDATE SKIP LOCKED of jobs) with selArgs, then set (an UPDATE of jobs
-// without WHERE) with setArgs on the rows sel locked, and returns how many
-// it changed. A row another transaction holds is left out, not waited for.
-// That transaction may be a node's frozen half-way (SIGSTOP, a stalled VM)
-// while its session, and so its locks, live on: the rows a frozen grab
-// changed but did not commit sit in the grabbed range of jobs_fetch, and a
-// single UPDATE that walked that range would wait for them until the node
-// continued (InnoDB reads past a locked row, in READ COMMITTED, only on a
-// scan of the primary key). The grabbed rows of a queue are few: its
-// deliveries in flight and read-ahead.
-func (s *Store) updateSkipLocked(ctx context.Context, sel string, selArgs []any, set string, setArgs ...any) (int64, error) {
-	var n int64
-	err := retry(ctx, func() error {
-		n = 0
-		return s.inTx(ctx, func(tx *sql.Tx) error {
-			ids, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, sel, selArgs...)
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			args := append(make([]any, 0, len(setArgs)+len(ids)), setArgs...)
-			for _, id := range ids {
-				args = append(args, id)
-			}
-			n, err = sqldb.Affected(tx.ExecContext(ctx, byIDs(set, len(ids)), args...))
-			return err
-		})
+// findIDs returns the ids find selects of the queue's grabbed range of
+// jobs_fetch. It is a plain read, which in READ COMMITTED reads the rows as
+// last committed and waits for no lock. A statement that locked that range
+// would wait for the rows of a node frozen half-way through a transaction
+// (SIGSTOP, a stalled VM: its session, and so its locks, live on): the rows
+// a frozen grab changed but did not commit sit in the range, and InnoDB
+// reads past a locked row, in READ COMMITTED, only on a scan of the primary
+// key. And a transaction that locked the range would, frozen half-way
+// itself, hold every node's grabs of the queue: locks taken through
+// jobs_fetch stay on the rows the rest of the condition then left out. The
+// writes that follow go by primary key to the rows found, which are few: a
+// queue's grabs are its deliveries in flight and its read-ahead.
+func (s *Store) findIDs(ctx context.Context, find string, args ...any) ([]int64, error) {
+	var ids []int64
+	err := retry(ctx, func() (err error) {
+		ids, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanInt64, find, args...)
+		return err
 	})
-	return n, mapErr(err)
+	return ids, mapErr(err)
+}
+
+// idArgs turns ids into statement arguments after lead.
+func idArgs(ids []int64, lead ...any) []any {
+	args := append(make([]any, 0, len(lead)+len(ids)), lead...)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return args
 }
 
 // grabExpired is the condition on a grabbed row of jobs that its grab has
@@ -372,17 +380,13 @@ func heldSQL(stmt string, n int) string {
 	return stmt + ` WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
 }
 
-// execHeld runs stmt on those of ids that node still holds (see heldSQL)
-// and returns how many rows it changed.
-func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node string) (int64, error) {
+// execHeld runs stmt, with the arguments lead, on those of ids that node
+// still holds (see heldSQL) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, lead []any, ids []int64, node string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	args = append(args, node)
+	args := append(idArgs(ids, lead...), node)
 	stmt = heldSQL(stmt, len(ids))
 	var n int64
 	err := retry(ctx, func() (err error) {
@@ -455,10 +459,27 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 }
 
 // JobsRescue puts grabbed jobs of queue whose grab has expired
-// (grabExpired) and that no other transaction holds (see updateSkipLocked)
-// back to waiting, and returns how many.
+// (grabExpired) back to waiting, and returns how many. It finds them
+// without locking (findIDs), then, in one short transaction, locks those
+// still expired by primary key, skipping the rows another transaction
+// holds, and writes them.
 func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
-	n, err := s.updateSkipLocked(ctx, rescueSelectSQL, []any{queue}, rescueSQL)
+	ids, err := s.findIDs(ctx, rescueFindSQL, queue)
+	var n int64
+	if err == nil && len(ids) > 0 {
+		err = retry(ctx, func() error {
+			n = 0
+			return s.inTx(ctx, func(tx *sql.Tx) error {
+				locked, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, rescueLockSQL(len(ids)), idArgs(ids)...)
+				if err != nil || len(locked) == 0 {
+					return err
+				}
+				n, err = sqldb.Affected(tx.ExecContext(ctx, byIDs(rescueSQL, len(locked)), idArgs(locked)...))
+				return err
+			})
+		})
+		err = mapErr(err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rescue jobs of queue %q: %w", queue, err)
 	}

@@ -70,7 +70,7 @@ func TestJobsWrites_UseTheirIndexesOnFewRows(t *testing.T) {
 		ids[i] = i + 1
 	}
 	now := time.Now().UTC()
-	// The selects of the extension and the rescue read the queue's grabbed
+	// The finds of the extension and the rescue read the queue's grabbed
 	// range of jobs_fetch: a ref on both (queue_name, state), 1022 + 34
 	// bytes of key in utf8mb4.
 	for _, c := range []struct {
@@ -80,14 +80,15 @@ func TestJobsWrites_UseTheirIndexesOnFewRows(t *testing.T) {
 		{"complete", mysql.HeldSQL(mysql.CompleteSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "n")},
 		{"release", mysql.HeldSQL(mysql.ReleaseSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "n")},
 		{"grab", mysql.GrabUpdateSQL(len(ids)), "PRIMARY", "range", append([]any{"n", now}, ids...)},
-		{"extend select", mysql.ExtendSelectSQL, "jobs_fetch", "ref", []any{"q", "n"}},
-		{"extend", mysql.ByIDs(mysql.ExtendSQL, len(ids)), "PRIMARY", "range", append([]any{30_000_000}, ids...)},
-		{"rescue select", mysql.RescueSelectSQL, "jobs_fetch", "ref", []any{"q"}},
+		{"extend find", mysql.ExtendFindSQL, "jobs_fetch", "ref", []any{"q", "n"}},
+		{"extend", mysql.HeldSQL(mysql.ExtendSQL, len(ids)), "PRIMARY", "range", append(append([]any{30_000_000}, ids...), "n")},
+		{"rescue find", mysql.RescueFindSQL, "jobs_fetch", "ref", []any{"q"}},
+		{"rescue lock", mysql.RescueLockSQL(len(ids)), "PRIMARY", "range", ids},
 		{"rescue", mysql.ByIDs(mysql.RescueSQL, len(ids)), "PRIMARY", "range", ids},
 	} {
 		plan := queryMaps(t, s.DB(), "EXPLAIN "+c.query, c.args...)
 		// The rescue also looks up each grab's node (nodesByKey).
-		if c.name == "rescue select" && len(plan) == 2 && nodesByKey(plan[1]) {
+		if strings.HasPrefix(c.name, "rescue ") && len(plan) == 2 && nodesByKey(plan[1]) {
 			plan = plan[:1]
 		}
 		if len(plan) != 1 || plan[0]["key"] != c.key || plan[0]["type"] != c.typ || c.typ == "ref" && plan[0]["key_len"] != "1056" {
@@ -171,4 +172,48 @@ func TestJobs_BehindFrozenTx(t *testing.T) {
 			return err
 		})
 	})
+}
+
+// TestJobsRescue_FrozenHoldsNoOtherGrab: a node frozen inside its rescue's
+// transaction holds only the expired grabs it locked, by primary key: the
+// other nodes' acknowledgements and extensions do not wait for it. (A
+// locking read through jobs_fetch would hold every grab of the queue: its
+// locks stay on the rows the rest of its condition leaves out.)
+func TestJobsRescue_FrozenHoldsNoOtherGrab(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := dbtest.Open(t, "mysql").(*mysql.Store)
+	if _, err := s.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "live", Host: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://w/"}, {Queue: "q", Category: "c", URL: "http://w/"}}); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "live", Limit: 1, Lease: time.Minute})
+	if err != nil || len(mine) != 1 {
+		t.Fatalf("grab: %v, %v", mine, err)
+	}
+	// "gone" has no registration: its grab has expired.
+	lost, err := s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "gone", Limit: 1, Lease: time.Minute})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("grab: %v, %v", lost, err)
+	}
+	frozenTx(t, s.DB(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, mysql.RescueLockSQL(1), lost[0].ID)
+		return err
+	})
+	start := time.Now()
+	if n, err := s.JobsExtend(ctx, &store.JobsExtendParams{Queue: "q", Node: "live", Lease: time.Minute}); err != nil || n != 1 {
+		t.Errorf("extend beside a frozen rescue: %d, %v; want 1", n, err)
+	}
+	if n, err := s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "live", IDs: []int64{mine[0].ID}}); err != nil || n != 1 {
+		t.Errorf("acknowledge beside a frozen rescue: %d, %v; want 1", n, err)
+	}
+	if took := time.Since(start); took > store.LockWait/2 {
+		t.Errorf("extend and acknowledge took %v beside a frozen rescue; want no wait", took)
+	}
 }
