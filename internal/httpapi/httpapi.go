@@ -51,6 +51,12 @@ type Scheduler interface {
 type Page struct {
 	Pattern string // as for http.ServeMux, e.g. "GET /metrics"
 	Handler http.Handler
+	// GuardsItself means the handler makes the route's auth decision:
+	// the dashboard, which takes a login session as well as a token,
+	// sends a browser without either to its login page, and confines a
+	// token to its queues. Other pages need the read scope and show
+	// every queue.
+	GuardsItself bool
 }
 
 // Config configures the API. Every service it names is required.
@@ -167,9 +173,12 @@ func (a *API) routes() {
 	a.handle("GET /version", open, func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
 	a.handle("GET /settings", need(allQueues, read), func(*http.Request) (any, error) { return a.cfg.Settings, nil })
 	a.handle("GET /healthz", open, a.health)
-	// The pages (metrics, the dashboard) show every queue.
 	for _, p := range a.cfg.Pages {
-		a.handleHTTP(p.Pattern, need(allQueues, read), p.Handler)
+		ac := need(allQueues, read) // metrics shows every queue
+		if p.GuardsItself {
+			ac = open
+		}
+		a.handleHTTP(p.Pattern, ac, p.Handler)
 	}
 }
 

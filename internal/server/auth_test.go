@@ -29,6 +29,12 @@ import (
 type routeAuth struct {
 	scopes    string // such as "read" or "read|locks"; "" is open
 	allQueues bool
+	// login: a dashboard page, which sends a request without a token to
+	// the login page (303) and shows a confined token its queues only.
+	login bool
+	// form: a dashboard form (open), refused with 403 without its CSRF
+	// token.
+	form bool
 }
 
 // routeDecisions is the auth decision every route must have. A route the
@@ -47,7 +53,8 @@ var routeDecisions = map[string]routeAuth{
 	"GET /queue/{name}/stats": {scopes: "read"}, "GET /queues/stats": {scopes: "read"},
 	"GET /schedules": {scopes: "read"}, "GET /schedule/{name}": {scopes: "read"}, "GET /schedule/{name}/runs": {scopes: "read"},
 	"GET /settings": {scopes: "read", allQueues: true}, "GET /metrics": {scopes: "read", allQueues: true},
-	"GET /ui": {scopes: "read", allQueues: true}, "GET /ui/queue/{name}": {scopes: "read", allQueues: true},
+	"GET /ui": {scopes: "read", login: true}, "GET /ui/queue/{name}": {scopes: "read", login: true},
+	"GET /ui/login": {}, "GET /ui/style.css": {}, "POST /ui/login": {form: true}, "POST /ui/logout": {form: true},
 
 	"PUT /lock/{name}": {scopes: "locks"}, "POST /lock/{name}/renew": {scopes: "locks"}, "DELETE /lock/{name}": {scopes: "locks"},
 	"GET /lock/{name}": {scopes: "read|locks"}, "GET /locks": {scopes: "read|locks"},
@@ -127,9 +134,20 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 				t.Errorf("route %q has no entry in routeDecisions: decide which scope it needs", pattern)
 				continue
 			}
-			if code, body := send(pattern, ""); want.scopes == "" && (code == 401 || code == 403) {
+			code, body := send(pattern, "")
+			switch {
+			case want.form:
+				if code != 403 || !strings.Contains(body, "CSRF") {
+					t.Errorf("%s without a CSRF token: %d, want 403: %s", pattern, code, body)
+				}
+				continue
+			case want.login:
+				if code != 303 {
+					t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
+				}
+			case want.scopes == "" && (code == 401 || code == 403):
 				t.Errorf("%s is open, but answered %d without a token: %s", pattern, code, body)
-			} else if want.scopes != "" && code != 401 {
+			case want.scopes != "" && code != 401:
 				t.Errorf("%s without a token: %d, want 401: %s", pattern, code, body)
 			}
 			if want.scopes == "" {
@@ -144,10 +162,12 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			if code, body := send(pattern, tokens["admin"]); code == 401 || code == 403 {
 				t.Errorf("%s with an admin token: %d: %s", pattern, code, body)
 			}
-			if want.allQueues {
-				if code, body := send(pattern, tokens["confined"]); code != 403 {
-					t.Errorf("%s shows every queue, yet a token confined to q* got %d: %s", pattern, code, body)
-				}
+			code, body = send(pattern, tokens["confined"])
+			if want.allQueues && code != 403 {
+				t.Errorf("%s shows every queue, yet a token confined to q* got %d: %s", pattern, code, body)
+			}
+			if want.login && (code == 401 || code == 403) {
+				t.Errorf("%s shows a token confined to q* its queues, yet answered %d: %s", pattern, code, body)
 			}
 		}
 		for pattern := range routeDecisions {

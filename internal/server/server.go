@@ -181,6 +181,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the node key: %w", err)
 	}
+	sessionKey, err := s.store.SecretEnsure(ctx, web.SessionKeySecret, auth.NewNodeKey())
+	if err != nil {
+		return fmt.Errorf("read the dashboard's session key: %w", err)
+	}
 	verifier := auth.New(auth.Config{Tokens: s.store, Logger: s.log, Mode: cfg.Auth, AdminToken: cfg.AdminToken, NodeKey: nodeKey})
 	if err := s.startAll(ctx, verifier); err != nil {
 		return err
@@ -242,7 +246,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(view, s.log),
+		Pages:         pages(view, s.log, verifier, []byte(sessionKey)),
 		QueueDefaults: defaults,
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -319,12 +323,13 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 }
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
-// the dashboard.
-func pages(st store.Store, log *slog.Logger) []httpapi.Page {
+// the dashboard, which guards itself (its login).
+func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte) []httpapi.Page {
 	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Logger: log, Version: Version})}}
-	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) }})
+	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
+		Auth: v, SessionKey: sessionKey})
 	for _, p := range web.Routes {
-		out = append(out, httpapi.Page{Pattern: p, Handler: dash})
+		out = append(out, httpapi.Page{Pattern: p, Handler: dash, GuardsItself: true})
 	}
 	return out
 }

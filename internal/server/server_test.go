@@ -123,6 +123,10 @@ func callAs(t *testing.T, s *server.Server, token, method, path string, body any
 
 // request sends a request to a node with a bearer token ("" for none) and
 // returns it, the answer and the answer's body.
+// noRedirects is a client that answers a redirect itself (the dashboard's
+// to its login page), instead of following it.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func request(t *testing.T, s *server.Server, token, method, path string, body io.Reader) (*http.Request, *http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+s.Addr()+path, body)
@@ -132,7 +136,7 @@ func request(t *testing.T, s *server.Server, token, method, path string, body io
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

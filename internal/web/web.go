@@ -4,6 +4,10 @@
 // and the locks. It is for a human glancing at a cluster; everything it
 // shows is also in the JSON API (docs/api.md), which is what scripts use.
 // A page reads the database on every view and refreshes itself every 5 s.
+//
+// With authentication on, a browser logs in with a token on /ui/login and
+// keeps a signed session cookie (session.go); every form is checked
+// against cross-site request forgery (csrf.go).
 package web
 
 import (
@@ -18,11 +22,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 )
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/style.css
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
@@ -55,10 +60,21 @@ type Config struct {
 	// CheckName validates a queue name from the URL, as the JSON API
 	// does; nil accepts any.
 	CheckName func(string) error
+	// Auth verifies tokens and says whether they are needed; nil serves
+	// every page without a login.
+	Auth *auth.Verifier
+	// SessionKey signs the login sessions; every node of a database must
+	// have the same.
+	SessionKey []byte
+	// Now is the clock of the sessions' expiry (time.Now if nil).
+	Now func() time.Time
 }
 
-// Routes are the patterns the dashboard serves, for the API's route list.
-var Routes = []string{"GET /ui", "GET /ui/queue/{name}"}
+// Routes are the patterns the dashboard serves, for the API's route
+// list. The dashboard makes their auth decisions itself (guard): the
+// pages need a login or a token, the login page and the style sheet are
+// open, and every POST checks its CSRF token.
+var Routes = []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css"}
 
 // Handler returns the dashboard; mount it on Routes.
 func Handler(cfg Config) http.Handler {
@@ -67,12 +83,40 @@ func Handler(cfg Config) http.Handler {
 	}
 	d := &dashboard{cfg: cfg}
 	mux := http.NewServeMux()
-	mux.HandleFunc(Routes[0], d.overview)
-	mux.HandleFunc(Routes[1], d.queue)
-	return mux
+	mux.HandleFunc("GET /ui", d.guard(d.overview))
+	mux.HandleFunc("GET /ui/queue/{name}", d.guard(d.queue))
+	mux.HandleFunc("GET /ui/login", d.loginPage)
+	mux.HandleFunc("POST /ui/login", d.login)
+	mux.HandleFunc("POST /ui/logout", d.logout)
+	mux.HandleFunc("GET /ui/style.css", style)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// No script runs, no other site frames a page or receives a
+		// form, and the style sheet is this dashboard's own.
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		mux.ServeHTTP(w, r)
+	})
 }
 
 type dashboard struct{ cfg Config }
+
+func (d *dashboard) now() time.Time {
+	if d.cfg.Now != nil {
+		return d.cfg.Now()
+	}
+	return time.Now()
+}
+
+// style serves the dashboard's style sheet.
+func style(w http.ResponseWriter, r *http.Request) {
+	b, _ := files.ReadFile("templates/style.css")
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=3600")
+	w.Write(b)
+}
 
 // listLimit bounds each table of a page: the JSON API pages further.
 const listLimit = 100
@@ -95,8 +139,12 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	g := auth.FromContext(ctx)
 	rows := make([]queueRow, 0, len(qs))
 	for _, q := range qs {
+		if !g.Queue(q.Name) {
+			continue // a token confined to some queues sees those only
+		}
 		s := st[q.Name]
 		if s == nil {
 			s = &store.QueueStats{Queue: q.Name}
@@ -114,8 +162,12 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	// As the API's listings: a confined token sees the schedules and
+	// locks its patterns match, and a table may be short.
+	scheds = slices.DeleteFunc(scheds, func(sc *store.Schedule) bool { return !g.Queue(sc.Name) })
+	locks = slices.DeleteFunc(locks, func(l *store.LockLease) bool { return !g.Queue(l.Name) })
 	d.render(w, r, http.StatusOK, "overview.html", map[string]any{
-		"Title": "rowq", "Version": d.cfg.Version, "Queues": rows,
+		"Title": "rowq", "Queues": rows,
 		"Schedules": scheds, "Locks": locks, "Limit": listLimit,
 	})
 }
@@ -125,13 +177,19 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if d.cfg.CheckName != nil {
 		if err := d.cfg.CheckName(name); err != nil {
-			d.render(w, r, http.StatusBadRequest, "error.html", map[string]any{"Title": "rowq", "Version": d.cfg.Version, "Message": err.Error()})
+			d.message(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
 	}
+	// Refused before the read, so that the answer says nothing of
+	// whether another tenant's queue exists.
+	if g := auth.FromContext(ctx); !g.Queue(name) {
+		d.message(w, r, http.StatusForbidden, g.QueueError("queue "+strconv.Quote(name)).Error())
+		return
+	}
 	q, err := d.cfg.Store.QueueGet(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		d.render(w, r, http.StatusNotFound, "error.html", map[string]any{"Title": "rowq", "Version": d.cfg.Version, "Message": "queue " + name + " does not exist"})
+		d.message(w, r, http.StatusNotFound, "queue "+name+" does not exist")
 		return
 	}
 	if err != nil {
@@ -165,7 +223,7 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, http.StatusOK, "queue.html", map[string]any{
-		"Title": "rowq: " + name, "Version": d.cfg.Version, "Queue": q, "Stats": s, "Leader": leader,
+		"Title": "rowq: " + name, "Queue": q, "Stats": s, "Leader": leader,
 		"Grabbed": jobs[store.JobsGrabbed], "Waiting": jobs[store.JobsWaiting], "Deferred": jobs[store.JobsDeferred],
 		"Failed": failed, "Limit": listLimit,
 	})
@@ -174,14 +232,25 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 // fail answers a page that says the database could not be read.
 func (d *dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d.cfg.Logger.Warn("dashboard: read the database", "path", r.URL.Path, "err", err)
-	d.render(w, r, http.StatusServiceUnavailable, "error.html", map[string]any{
-		"Title": "rowq", "Version": d.cfg.Version, "Message": "the database could not be read: " + err.Error(),
-	})
+	d.message(w, r, http.StatusServiceUnavailable, "the database could not be read: "+err.Error())
+}
+
+// message answers a page that says msg.
+func (d *dashboard) message(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d.render(w, r, status, "error.html", map[string]any{"Title": "rowq", "Message": msg})
 }
 
 // render executes a page into a buffer first, so that a template error
-// answers 500 instead of half a page.
+// answers 500 instead of half a page. Every page gets the version, the
+// CSRF token of its forms, and the name of the session's token (whose
+// pages show a logout button).
 func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
+	data["Version"] = d.cfg.Version
+	data["CSRF"] = csrfToken(w, r)
+	data["Refresh"] = page != "login.html"
+	if s := sessionFrom(r.Context()); s != nil {
+		data["User"] = s.Name
+	}
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, page, data); err != nil {
 		d.cfg.Logger.Error("dashboard: render", "page", page, "err", err)

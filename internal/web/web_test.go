@@ -23,7 +23,11 @@ type bundle struct {
 	srv *httptest.Server
 }
 
-func setup(t *testing.T, dialect string) *bundle {
+func setup(t *testing.T, dialect string) *bundle { return setupWith(t, dialect, nil) }
+
+// setupWith is setup with the dashboard's configuration changed by tweak
+// (which may read the bundle's store).
+func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	st := dbtest.Open(t, dialect)
@@ -63,7 +67,11 @@ func setup(t *testing.T, dialect string) *bundle {
 		}
 		return nil
 	}
-	srv := httptest.NewServer(web.Handler(web.Config{Store: st, Version: "v9", CheckName: checkName}))
+	cfg := web.Config{Store: st, Version: "v9", CheckName: checkName}
+	if tweak != nil {
+		tweak(&cfg, st)
+	}
+	srv := httptest.NewServer(web.Handler(cfg))
 	t.Cleanup(srv.Close)
 	return &bundle{st: st, srv: srv}
 }
