@@ -25,7 +25,7 @@ func TestDashboard_InChromium(t *testing.T) {
 	cert := ca.Issue(t)
 	browser := browsertest.New(t, browsertest.TrustCert(cert.Leaf))
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		base, api := startTLSNode(t, dialect, ca, cert)
+		base, api := startTLSNode(t, dbtest.URL(t, dialect), ca, cert, nil)
 		queue := "mail-" + dialect
 		if _, err := api.PutQueue(t.Context(), queue, &rowqtype.QueueRequest{MaxWorkers: new(7), Paused: new(true)}); err != nil {
 			t.Fatal(err)
@@ -57,17 +57,21 @@ func TestDashboard_InChromium(t *testing.T) {
 	})
 }
 
-// startTLSNode runs a rowq node serving HTTPS with cert on a fresh
-// database and returns its base URL and a client of it.
-func startTLSNode(t *testing.T, dialect string, ca *testcert.CA, cert *testcert.Cert) (string, *client.Client) {
+// startTLSNode runs a rowq node serving HTTPS with cert on the database
+// of dbURL, its configuration changed by tweak if not nil, and returns
+// its base URL and a client of it.
+func startTLSNode(t *testing.T, dbURL string, ca *testcert.CA, cert *testcert.Cert, tweak func(*config.Config)) (string, *client.Client) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Bind = "127.0.0.1:0"
-	cfg.DatabaseURL = dbtest.URL(t, dialect)
+	cfg.DatabaseURL = dbURL
 	cfg.QueueDefault = ""
 	cfg.TLSCert, cfg.TLSKey = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	cert.WriteFiles(t, cfg.TLSCert, cfg.TLSKey)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	s := servertest.Start(t, cfg)
 	hc, err := client.HTTPClient(ca.WriteFile(t, dir))
 	if err != nil {
