@@ -35,17 +35,14 @@ const loginPath = "/ui/login"
 func (d *dashboard) guard(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g, s, err := d.authenticate(r)
-		var ae *authError
 		switch {
 		case errors.Is(err, errBadSession):
 			http.SetCookie(w, cookie(r, sessionCookie, "", -1))
 			d.toLogin(w, r)
 			return
-		case errors.As(err, &ae):
-			if ae.status == http.StatusUnauthorized {
-				auth.Challenge(w.Header())
-			}
-			d.message(w, r, ae.status, ae.msg)
+		case errors.Is(err, auth.ErrBadToken): // the token the request carries
+			auth.Challenge(w.Header())
+			d.message(w, r, http.StatusUnauthorized, err.Error())
 			return
 		case err != nil:
 			d.fail(w, r, err)
@@ -63,14 +60,6 @@ func (d *dashboard) guard(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// authError is a refusal of the dashboard, with its status.
-type authError struct {
-	status int
-	msg    string
-}
-
-func (e *authError) Error() string { return e.msg }
-
 // on reports whether the dashboard needs a login.
 func (d *dashboard) on(ctx context.Context) (bool, error) {
 	if d.cfg.Auth == nil {
@@ -80,7 +69,8 @@ func (d *dashboard) on(ctx context.Context) (bool, error) {
 }
 
 // authenticate returns the grant of a request (see guard) and its
-// session, if it came with one: errBadSession when it needs a login.
+// session, if it came with one: errBadSession when it needs a login,
+// auth.ErrBadToken when the token it carries is not valid.
 func (d *dashboard) authenticate(r *http.Request) (*auth.Grant, *session, error) {
 	on, err := d.on(r.Context())
 	if err != nil || !on {
@@ -88,9 +78,6 @@ func (d *dashboard) authenticate(r *http.Request) (*auth.Grant, *session, error)
 	}
 	if tok := auth.TokenFrom(r); tok != "" {
 		g, err := d.cfg.Auth.Check(r.Context(), tok)
-		if errors.Is(err, auth.ErrBadToken) {
-			return nil, nil, &authError{http.StatusUnauthorized, err.Error()}
-		}
 		return g, nil, err
 	}
 	c, err := r.Cookie(sessionCookie)
