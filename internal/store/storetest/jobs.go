@@ -304,8 +304,10 @@ func testJobsExtendAndRescue(t *testing.T, s store.Store) {
 	// Both nodes are registered: the dead one is found out by its lease.
 	heartbeat(t, s, "alive", time.Minute)
 	heartbeat(t, s, "dead", time.Minute)
-	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: 500 * time.Millisecond}))(t)
-	d := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "dead", Limit: 2, Lease: 500 * time.Millisecond}))(t)
+	// Leases of 2 s: a loaded machine (CI at load 20) took over 500 ms
+	// between the grabs and the first rescue.
+	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: 2 * time.Second}))(t)
+	d := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "dead", Limit: 2, Lease: 2 * time.Second}))(t)
 	if n := must(s.JobsRescue(ctx, "q"))(t); n != 0 {
 		t.Fatalf("rescued %d unexpired jobs", n)
 	}
@@ -316,7 +318,7 @@ func testJobsExtendAndRescue(t *testing.T, s store.Store) {
 	if n := must(s.JobsExtend(ctx, &store.JobsExtendParams{Queue: "other", Node: "alive", Lease: time.Minute}))(t); n != 0 {
 		t.Fatalf("JobsExtend on other queue moved %d", n)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(2 * time.Second)
 	if n := must(s.JobsRescue(ctx, "q"))(t); n != 2 {
 		t.Fatalf("JobsRescue = %d, want 2", n)
 	}
