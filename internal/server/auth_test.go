@@ -52,7 +52,7 @@ var routeDecisions = map[string]routeAuth{
 	"GET /queue/{name}/failed": {scopes: "read"}, "GET /queue/{name}/failed/{id}": {scopes: "read"},
 	"GET /queue/{name}/stats": {scopes: "read"}, "GET /queues/stats": {scopes: "read"},
 	"GET /schedules": {scopes: "read"}, "GET /schedule/{name}": {scopes: "read"}, "GET /schedule/{name}/runs": {scopes: "read"},
-	"GET /settings": {scopes: "read", allQueues: true}, "GET /metrics": {scopes: "read", allQueues: true},
+	"GET /settings": {scopes: "read", allQueues: true}, "GET /metrics": {scopes: "read", allQueues: true}, "GET /nodes": {scopes: "read", allQueues: true},
 	"GET /ui": {scopes: "read", login: true}, "GET /ui/queue/{name}": {scopes: "read", login: true},
 	"GET /ui/login": {}, "GET /ui/style.css": {}, "POST /ui/login": {form: true}, "POST /ui/logout": {form: true},
 

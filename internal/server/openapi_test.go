@@ -191,6 +191,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("GET", "/metrics", "", 200)
 		c.call("GET", "/version", "", 200)
 		c.call("GET", "/settings", "", 200)
+		c.call("GET", "/nodes", "", 200)
 
 		c.call("PUT", "/queue/q", `{"max_workers":5,"polling_interval":100,"max_dispatches_per_second":100,"max_burst_size":10}`, 200)
 		c.call("PUT", "/queue/q2", "", 200)
