@@ -53,6 +53,14 @@ func count(answer map[string]any, key string) int {
 	return int(n)
 }
 
+// failedJobs says n failed jobs in words.
+func failedJobs(n int) string {
+	if n == 1 {
+		return "1 failed job"
+	}
+	return strconv.Itoa(n) + " failed jobs"
+}
+
 func esc(s string) string { return url.PathEscape(s) }
 
 // actions are the dashboard's actions. Cancelling a job is not one yet:
@@ -88,7 +96,7 @@ var actions = []*action{
 		return &plan{method: "POST", path: "/queue/" + esc(q) + "/failed/retry", body: req,
 			question: fmt.Sprintf("Retry %s? They leave the failure log and wait to be delivered again, now.", which),
 			done: func(a map[string]any) string {
-				return fmt.Sprintf("%d failed jobs of queue %s retried.", count(a, "retried"), q)
+				return fmt.Sprintf("%s of queue %s retried.", failedJobs(count(a, "retried")), q)
 			}}, nil
 	}},
 	{pattern: "POST /ui/queue/{name}/failed/delete", scope: auth.Admin, what: "queue", plan: func(r *http.Request, q string) (*plan, error) {
@@ -99,7 +107,7 @@ var actions = []*action{
 		return &plan{method: "DELETE", path: "/queue/" + esc(q) + "/failed", body: req,
 			question: fmt.Sprintf("Delete %s from the failure log? They are not delivered again.", which),
 			done: func(a map[string]any) string {
-				return fmt.Sprintf("%d failed jobs of queue %s deleted.", count(a, "deleted"), q)
+				return fmt.Sprintf("%s of queue %s deleted.", failedJobs(count(a, "deleted")), q)
 			}}, nil
 	}},
 	{pattern: "POST /ui/queue/{name}/job/{id}/delete", scope: auth.Admin, what: "queue", plan: func(r *http.Request, q string) (*plan, error) {
