@@ -68,6 +68,10 @@
       form.submit(); // the server's confirmation page instead
       return;
     }
+    if (res.redirected) {
+      location.assign(res.url); // the session ended: the login page
+      return;
+    }
     const question = doc.getElementById("question");
     const text = document.getElementById("confirm-text");
     const yes = document.getElementById("confirm-yes");
@@ -89,10 +93,16 @@
       confirm.type = "hidden";
       confirm.name = "confirm";
       confirm.value = "yes";
+      const was = form.getAttribute("action");
       form.appendChild(confirm);
       form.action = action;
       form.dataset.confirmed = "1";
       form.submit();
+      // The form's data is taken: put it back as it was, so that a page
+      // restored by the Back button asks again.
+      confirm.remove();
+      form.setAttribute("action", was);
+      delete form.dataset.confirmed;
     }, { once: true });
   });
 })();
