@@ -58,7 +58,7 @@ func charts(points []stats.Point, now time.Time, window time.Duration) []chart {
 	return []chart{
 		{ID: "throughput", Title: "Throughput: jobs finished per minute", SVG: svg("throughput", thr, now, window, "/min")},
 		{ID: "failures", Title: "Failures: failed deliveries per minute", SVG: svg("failures", fail, now, window, "/min")},
-		{ID: "latency", Title: "Latency: mean wait from due to delivery", SVG: svg("latency", lat, now, window, "ms")},
+		{ID: "latency", Title: "Latency: mean wait from due to delivery, ms", SVG: svg("latency", lat, now, window, "ms")},
 	}
 }
 
@@ -69,7 +69,8 @@ type xy struct {
 }
 
 // svg draws a line chart of pts over the window that ends at now, its y
-// axis from 0 to a round maximum labelled with unit.
+// axis from 0 to a round maximum; each point's title (a hover) gives its
+// value with unit.
 func svg(class string, pts []xy, now time.Time, window time.Duration, unit string) template.HTML {
 	top := 0.0
 	for _, p := range pts {
@@ -86,7 +87,7 @@ func svg(class string, pts []xy, now time.Time, window time.Duration, unit strin
 	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		chartW, chartH, chartW, chartH, class)
 	fmt.Fprintf(&b, `<path class="axis" d="M%d %d V%g H%d"/>`, padL, padTop, y(0), chartW-padR)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, padL-4, padTop+8, label(top, unit))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, padL-4, padTop+8, label(top, ""))
 	fmt.Fprintf(&b, `<text x="%d" y="%g" text-anchor="end">0</text>`, padL-4, y(0))
 	fmt.Fprintf(&b, `<text x="%d" y="%d">−%d min</text>`, padL, chartH-4, int(window.Minutes()))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">now</text>`, chartW-padR, chartH-4)
@@ -129,11 +130,15 @@ func roundUp(v float64) float64 {
 	}
 }
 
-// label prints a value of a chart with its unit.
+// label prints a value of a chart, with its unit if not "".
 func label(v float64, unit string) string {
 	prec := 0
 	if v < 10 && v != float64(int64(v)) {
 		prec = 1
 	}
-	return strconv.FormatFloat(v, 'f', prec, 64) + " " + unit
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	if unit != "" {
+		s += " " + unit
+	}
+	return s
 }

@@ -172,10 +172,10 @@ func TestDashboard_Charts(t *testing.T) {
 		contains(t, "/ui/queue/mail", body, `<figure id="chart-`+id+`">`, `<path class="line `+id+`" d="M`)
 	}
 	contains(t, "/ui/queue/mail", body,
-		`200 /min`,                // throughput's axis: 120/min rounded up
-		`120 /min</title>`,        // the first minute's point
-		`60 /min</title>`,         // the second's
-		`6 /min</title>`,          // failures
-		`40 ms</title>`, `250 ms`, // mean waits
+		`text-anchor="end">200</text>`, // throughput's axis: 120/min rounded up
+		`120 /min</title>`,             // the first minute's point
+		`60 /min</title>`,              // the second's
+		`6 /min</title>`,               // failures
+		`40 ms</title>`, `250 ms`,      // mean waits
 		`−60 min`, `now`)
 }
