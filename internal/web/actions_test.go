@@ -305,6 +305,12 @@ func TestActions_Confined(t *testing.T) {
 		if strings.Contains(page, "/ui/schedule/nightly/") || strings.Contains(page, "/ui/queue/idle/") {
 			t.Error("a token confined to mai* is shown buttons of nightly or idle")
 		}
+		if strings.Contains(page, "<h2>Nodes</h2>") {
+			t.Error("a token confined to mai* is shown the nodes (GET /nodes refuses it)")
+		}
+		if all, _ := nb.browser(t, "admin").page("/ui"); !strings.Contains(all, "<h2>Nodes</h2>") {
+			t.Error("an admin token is not shown the nodes")
+		}
 		contains(t, "/ui confined to mai*", page, `action="/ui/queue/mail/resume"`, `action="/ui/schedule/mail-daily/pause"`, `action="/ui/lock/mail-deploy/release"`)
 		for _, path := range []string{"/ui/queue/idle/pause", "/ui/queue/nosuch/pause", "/ui/schedule/nightly/trigger", "/ui/lock/deploy/release",
 			"/ui/queue/idle/failed/retry", "/ui/queue/idle/job/1/delete"} {

@@ -73,6 +73,7 @@ type Store interface {
 	store.InspectStore
 	store.ScheduleStore
 	store.LockStore
+	store.NodeStore
 }
 
 // Config configures the dashboard.
@@ -208,9 +209,19 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	// locks its patterns match, and a table may be short.
 	scheds = slices.DeleteFunc(scheds, func(sc *store.Schedule) bool { return !g.Queue(sc.Name) })
 	locks = slices.DeleteFunc(locks, func(l *store.LockLease) bool { return !g.Queue(l.Name) })
+	// The nodes and how many queues each leads, as GET /nodes shows them:
+	// not to a token confined to some queues (they would tell it how many
+	// queues there are, and where).
+	var nodes *store.Cluster
+	if !g.Confined() {
+		if nodes, err = d.cfg.Store.NodesLive(ctx); err != nil {
+			d.fail(w, r, err)
+			return
+		}
+	}
 	d.render(w, r, http.StatusOK, "overview.html", map[string]any{
 		"Title": "rowq", "Queues": rows, "Live": true, "Refresh": true,
-		"Schedules": scheds, "Locks": locks, "Limit": listLimit,
+		"Schedules": scheds, "Locks": locks, "Limit": listLimit, "Nodes": nodes,
 	})
 }
 

@@ -62,6 +62,8 @@ func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store
 	must(err)
 	_, err = st.LockAcquire(ctx, &store.LockAcquireParams{Name: "deploy", Owner: "ci-7", TTL: time.Minute, Limit: 1})
 	must(err)
+	must(st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "n1", Host: "n1:8080", TTL: time.Minute}))
+	must(st.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1", Limit: 1}))
 	checkName := func(v string) error {
 		if strings.ContainsAny(v, " <>") {
 			return fmt.Errorf("name: %q: use letters, digits and _ . : - only", v)
@@ -115,7 +117,8 @@ func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
 				`<td class="n">0 / 7</td>`,           // busy / max workers
 				`<span class="paused">paused</span>`, // idle
 				`nightly`, `<code>0 3 * * *</code>`, `Europe/Paris`,
-				`deploy`, `ci-7`, `v9`)
+				`deploy`, `ci-7`, `v9`,
+				`<tr id="node-n1"><td>n1</td><td>n1:8080</td><td class="n">1</td>`, `2 queues, spread`)
 			body = b.get(t, "/ui/queue/mail", http.StatusOK)
 			contains(t, "/ui/queue/mail", body,
 				`Queue mail`, `<td>7 (0 busy)</td>`,
