@@ -565,7 +565,9 @@ func testJobsDue(t *testing.T, s store.Store) {
 	insert(t, s, "due.1", 3, 0)
 	insert(t, s, "due-2", 1, 0)
 	insert(t, s, "deferred", 2, time.Hour)
-	soon := insert(t, s, "deferred", 1, 500*time.Millisecond)
+	// Due in 3 s: the checks below must run before it is (at load 29 they
+	// ran more than 500 ms after the insert).
+	soon := insert(t, s, "deferred", 1, 3*time.Second)
 	insert(t, s, "grabbed", 2, 0)
 	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "grabbed", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
 	done := insert(t, s, "done", 1, 0)
