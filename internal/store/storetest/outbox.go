@@ -211,3 +211,61 @@ func testOutboxRejectsPage(t *testing.T, s store.Store) {
 		t.Fatalf("OutboxRejectsCount = %d, want 3", n)
 	}
 }
+
+// OutboxAbort is what a dialect's test supplies to OutboxMoveAborted.
+type OutboxAbort struct {
+	// HoldKey begins a transaction that inserts a job of queue "q" with
+	// unique key "k" and leaves it open, so that a move's insert of a job
+	// with that key waits for it; release rolls it back.
+	HoldKey func(t *testing.T) (release func())
+	// Abort finds the connection of the move waiting for the key, and
+	// ends it from the server's side (the transaction is rolled back as
+	// when its process is killed); it fails the test if it finds none.
+	Abort func(t *testing.T)
+}
+
+// OutboxMoveAborted aborts a move at the worst moment: after it deleted
+// its outbox rows and inserted all but its last job, before its commit,
+// by ending its connection from the server, which is what the database
+// sees of a mover killed with SIGKILL. Nothing of the move stays: the
+// rows are all in the outbox, no job was made, and the next move makes
+// each row one job.
+func OutboxMoveAborted(t *testing.T, s store.Store, a OutboxAbort) {
+	ctx := ctxT(t)
+	in := make([]*store.OutboxRow, 6)
+	for i := range in {
+		in[i] = &store.OutboxRow{Category: "c", URL: ptr(fmt.Sprintf("http://a/%d", i))}
+	}
+	in[5].UniqueKey = ptr("k") // keyed jobs are inserted last
+	ok(t, s.OutboxInsert(ctx, in))
+	rows := must(s.OutboxRead(ctx, 10))(t)
+	p := &store.OutboxMoveParams{}
+	for _, r := range rows {
+		p.Jobs = append(p.Jobs, outboxJob(r, "q"))
+	}
+	release := a.HoldKey(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.OutboxMove(ctx, p)
+		done <- err
+	}()
+	a.Abort(t)
+	if err := <-done; err == nil {
+		t.Fatal("the aborted move returned no error")
+	}
+	release()
+	if got := must(s.OutboxRead(ctx, 10))(t); len(got) != len(rows) {
+		t.Fatalf("after the aborted move the outbox holds %d rows, want all %d", len(got), len(rows))
+	}
+	if jobs := must(s.JobsList(ctx, &store.JobsListParams{Queue: "q", Kind: store.JobsWaiting, Limit: 10}))(t); len(jobs) != 0 {
+		t.Fatalf("the aborted move left %d jobs, want none", len(jobs))
+	}
+	m := must(s.OutboxMove(ctx, p))(t)
+	jobs := must(s.JobsList(ctx, &store.JobsListParams{Queue: "q", Kind: store.JobsWaiting, Limit: 10}))(t)
+	if len(m.Pushed) != len(rows) || len(jobs) != len(rows) {
+		t.Fatalf("the next move made %d jobs (%d in the queue), want %d", len(m.Pushed), len(jobs), len(rows))
+	}
+	if got := must(s.OutboxRead(ctx, 10))(t); len(got) != 0 {
+		t.Fatalf("after the next move the outbox holds %d rows, want 0", len(got))
+	}
+}

@@ -1,0 +1,47 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/storetest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+// TestOutboxMove_AbortedBeforeCommit ends a move's backend with
+// pg_terminate_backend while its insert of a keyed job waits for another
+// transaction's uncommitted key, after its delete and its other inserts:
+// what PostgreSQL sees when the mover's process dies (its socket closes).
+func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
+	url := dbtest.URL(t, "postgres")
+	s := dbtest.OpenURL(t, url)
+	db := dbtest.AppDB(t, url, 3)
+	ctx := t.Context()
+	storetest.OutboxMoveAborted(t, s, storetest.OutboxAbort{
+		HoldKey: func(t *testing.T) func() {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (queue_name, category, url, state, created_at, next_try,
+				timeout, max_retries, retry_delay, unique_key)
+				VALUES ('q', 'c', 'http://x/', 'waiting', now(), now(), 0, 0, 0, 'k')`); err != nil {
+				t.Fatal(err)
+			}
+			return func() { tx.Rollback() }
+		},
+		Abort: func(t *testing.T) {
+			var pid int64
+			testworker.WaitFor(t, 1500*time.Millisecond, "the move waiting for the key", func() bool {
+				err := db.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+					AND wait_event_type = 'Lock' AND query LIKE '%rowq:jobs.insert%'`).Scan(&pid)
+				return err == nil
+			})
+			if _, err := db.ExecContext(context.Background(), "SELECT pg_terminate_backend($1)", pid); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
