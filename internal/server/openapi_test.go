@@ -275,6 +275,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/ui", "", 200)
+		c.call("GET", "/ui/outbox", "", 200)
 		c.call("GET", "/ui/queue/q", "", 200)
 		c.call("GET", "/ui/queue/nope", "", 404)
 		c.call("GET", "/ui/queue/-%20", "", 400)

@@ -245,8 +245,12 @@ func TestOutbox_BadRowsAreRejected(t *testing.T) {
 		if p := page.Rejects[3].Payload; p == nil || *p != "not json" {
 			t.Errorf("reject of the bad payload keeps %v, want the row's text", p)
 		}
-		if !strings.Contains(metricsText(t, s), "rowq_outbox_rejects 9") {
+		if !strings.Contains(getText(t, s, "/metrics"), "rowq_outbox_rejects 9") {
 			t.Errorf("/metrics does not count the 9 rejects")
+		}
+		if page := getText(t, s, "/ui/outbox"); !strings.Contains(page, "max_retries: must be 0..1000000, got -1") ||
+			!strings.Contains(page, "not json") || !strings.Contains(page, "9 in all") {
+			t.Errorf("the dashboard's outbox page does not show the rejects:\n%s", page)
 		}
 		if n := mustOutboxEmpty(t, s); n != 0 {
 			t.Fatalf("outbox holds %d rows, want 0", n)
@@ -269,9 +273,9 @@ func getJSON(t *testing.T, s *server.Server, path string, v any) {
 	}
 }
 
-func metricsText(t *testing.T, s *server.Server) string {
+func getText(t *testing.T, s *server.Server, path string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.Addr() + "/metrics")
+	resp, err := http.Get("http://" + s.Addr() + path)
 	if err != nil {
 		t.Fatal(err)
 	}
