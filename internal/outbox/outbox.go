@@ -77,7 +77,7 @@ type Config struct {
 	// for a lost notification (1 s when zero).
 	ListenPollInterval time.Duration
 	// LeaseTTL is how long the moving node's lease lasts unless renewed
-	// (renewed every fifth of it): the time within which another node
+	// (renewed every third of it): the time within which another node
 	// takes over from a mover that died (3 s when zero).
 	LeaseTTL time.Duration
 }
@@ -224,7 +224,7 @@ func (m *Mover) term(ctx context.Context, lease *store.LockLease) {
 		}
 	}()
 
-	renewEvery := m.cfg.LeaseTTL / 5
+	renewEvery := m.cfg.LeaseTTL / 3
 	renewAt := time.Now().Add(renewEvery)
 	poll := minPoll
 	failing := false
