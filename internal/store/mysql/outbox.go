@@ -26,6 +26,10 @@ func outboxArgs(r *store.OutboxRow) []any {
 	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey}
 }
 
+// outboxReadSQL reads the first rows of the outbox: a walk of the primary
+// key from its start, which stops at the limit.
+const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT ?`
+
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
@@ -64,7 +68,7 @@ func (s *Store) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, 
 		rows, err = sqldb.QueryAll(ctx, s.db, func(sc sqldb.Scanner) (*store.OutboxRow, error) {
 			var r store.OutboxRow
 			return &r, scanOutboxRow(sc, &r, []any{&r.ID})
-		}, `/* rowq:outbox.read */ SELECT id, `+outboxCols+` FROM rowq_outbox ORDER BY id LIMIT ?`, limit)
+		}, outboxReadSQL, limit)
 		return err
 	})
 	if err != nil {

@@ -2,10 +2,13 @@ package mysql_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/mysql"
 	"github.com/rowq/rowq/internal/store/storetest"
 	"github.com/rowq/rowq/internal/testworker"
 )
@@ -50,4 +53,29 @@ func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 			}
 		},
 	})
+}
+
+// TestOutboxRead_WalksThePrimaryKey: the read (the moving node's probe
+// when the outbox is empty) walks the primary key and stops at its limit,
+// whatever the outbox holds.
+func TestOutboxRead_WalksThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(ctx, t)
+	url := "http://w/"
+	rows := make([]*store.OutboxRow, 2000)
+	for i := range rows {
+		rows[i] = &store.OutboxRow{Category: "c", URL: &url}
+	}
+	if err := s.OutboxInsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE rowq_outbox"); err != nil {
+		t.Fatal(err)
+	}
+	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.OutboxReadSQL, 500)
+	if len(plan) != 1 || plan[0]["key"] != "PRIMARY" || strings.Contains(plan[0]["Extra"], "filesort") {
+		t.Errorf("outbox read plan = %v, want a walk of PRIMARY without a filesort", plan)
+	}
 }

@@ -52,6 +52,10 @@ func values(n, width int, suffix string) string {
 	return b.String()
 }
 
+// outboxReadSQL reads the first rows of the outbox: a walk of the primary
+// key from its start, which stops at the limit.
+const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT $1`
+
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
@@ -77,8 +81,7 @@ func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error
 // snapshot holds committed rows only, and a plain read waits for no lock.
 func (s *Store) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, error) {
 	out, err := retry(ctx, func() ([]*store.OutboxRow, error) {
-		rows, _ := s.pool.Query(ctx, `/* rowq:outbox.read */ SELECT id, `+outboxCols+`
-			FROM rowq_outbox ORDER BY id LIMIT $1`, limit)
+		rows, _ := s.pool.Query(ctx, outboxReadSQL, limit)
 		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.OutboxRow, error) {
 			var r store.OutboxRow
 			return &r, row.Scan(outboxDest(&r, []any{&r.ID})...)

@@ -2,10 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/postgres"
 	"github.com/rowq/rowq/internal/store/storetest"
 	"github.com/rowq/rowq/internal/testworker"
 )
@@ -44,4 +47,33 @@ func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 			}
 		},
 	})
+}
+
+// TestOutboxRead_WalksThePrimaryKey: the read (the moving node's probe)
+// walks the primary key and stops at its limit, with no sort, whatever the
+// outbox holds.
+func TestOutboxRead_WalksThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	url := "http://w/"
+	rows := make([]*store.OutboxRow, 2000)
+	for i := range rows {
+		rows[i] = &store.OutboxRow{Category: "c", URL: &url}
+	}
+	if err := s.OutboxInsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "ANALYZE rowq_outbox"); err != nil {
+		t.Fatal(err)
+	}
+	for mode, p := range plans(ctx, t, conn, postgres.OutboxReadSQL, 500) {
+		if !strings.Contains(p, "rowq_outbox_pkey") || strings.Contains(p, "Sort") {
+			t.Errorf("%s: outbox read does not walk the primary key without a sort:\n%s", mode, p)
+		}
+	}
 }

@@ -27,6 +27,10 @@ func outboxArgs(r *store.OutboxRow) []any {
 	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey}
 }
 
+// outboxReadSQL reads the first rows of the outbox: a walk of the primary
+// key from its start, which stops at the limit.
+const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT ?`
+
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
@@ -63,7 +67,7 @@ func (s *Store) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, 
 		err := sc.Scan(outboxDest(&r, &created, []any{&r.ID})...)
 		r.CreatedAt = fromMicros(created)
 		return &r, err
-	}, `/* rowq:outbox.read */ SELECT id, `+outboxCols+` FROM rowq_outbox ORDER BY id LIMIT ?`, limit)
+	}, outboxReadSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the outbox: %w", mapErr(err))
 	}
