@@ -1,7 +1,7 @@
 // Package outbox moves the transactional outbox: applications INSERT rows
 // into rowq_outbox inside their own transactions (docs/outbox.md), and one
-// node at a time, the holder of the lock LockName, turns the committed rows
-// into jobs, in batches. Each row is checked, given its defaults and
+// node at a time, the live node with the lowest id, turns the committed
+// rows into jobs, in batches. Each row is checked, given its defaults and
 // routed exactly as POST /job would (internal/validate, the enqueue
 // service's routing), and a row that is not a valid job goes to
 // rowq_outbox_rejects with the reason instead. A batch's jobs and rejects
@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,15 +34,11 @@ import (
 	"github.com/rowq/rowq/rowqtype"
 )
 
-// LockName is the lock whose holder moves the outbox (GET /lock/rowq.outbox
-// tells which node that is).
-const LockName = "rowq.outbox"
-
-// Store is what the mover needs of the database: the outbox, and the
-// lock that elects the one node that moves it.
+// Store is what the mover needs of the database: the outbox, and the live
+// nodes, the lowest of which moves it.
 type Store interface {
 	store.OutboxStore
-	store.LockStore
+	NodesLive(ctx context.Context) (*store.Cluster, error)
 }
 
 // Enqueuer is the enqueue service as the mover sees it
@@ -61,7 +56,8 @@ type Config struct {
 	Store   Store
 	Enqueue Enqueuer
 	Logger  *slog.Logger
-	// Node is this node's id: the owner of the lock while it moves.
+	// Node is this node's id, as registered by its dispatcher's
+	// heartbeat: the mover moves while it is the lowest live id.
 	Node string
 	// WorkerURLs is the worker-URL policy jobs' URLs are checked
 	// against, as POST /job checks them.
@@ -76,10 +72,12 @@ type Config struct {
 	// listens for the store's announcements (PostgreSQL), the safety net
 	// for a lost notification (1 s when zero).
 	ListenPollInterval time.Duration
-	// LeaseTTL is how long the moving node's lease lasts unless renewed
-	// (renewed every third of it): the time within which another node
-	// takes over from a mover that died (3 s when zero).
-	LeaseTTL time.Duration
+	// CheckInterval is how often a node looks whether it is the lowest
+	// live node, and so the one that moves (1 s when zero): the time
+	// within which another node takes over once a mover's registration is
+	// gone (deleted by a clean stop, reaped when its session ended,
+	// expired when it froze).
+	CheckInterval time.Duration
 }
 
 // minPoll is the wait before the next probe after a batch that found
@@ -99,17 +97,17 @@ func (c *Config) setDefaults() {
 	if c.ListenPollInterval <= 0 {
 		c.ListenPollInterval = time.Second
 	}
-	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 3 * time.Second
+	if c.CheckInterval <= 0 {
+		c.CheckInterval = time.Second
 	}
 }
 
-// Mover moves the outbox while this node holds LockName.
+// Mover moves the outbox while this node is the lowest live node.
 type Mover struct {
 	cfg Config
 	log *slog.Logger
 
-	moving atomic.Bool // this node holds the lease
+	moving atomic.Bool // this node is the one that moves
 
 	once sync.Once
 	stop chan struct{}
@@ -132,9 +130,9 @@ func (m *Mover) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the mover after the move in progress, and gives up the lease
-// so that another node takes over at once. It is idempotent, and safe if
-// the mover never started.
+// Stop ends the mover after the move in progress (another node takes
+// over once this node's registration is deleted, as a clean stop does).
+// It is idempotent, and safe if the mover never started.
 func (m *Mover) Stop(ctx context.Context) error {
 	m.once.Do(func() { close(m.stop) })
 	if m.done == nil {
@@ -151,8 +149,8 @@ func (m *Mover) Stop(ctx context.Context) error {
 // Moving reports whether this node moves the outbox now.
 func (m *Mover) Moving() bool { return m.moving.Load() }
 
-// run tries to take the lease about every second, and moves while it holds
-// it.
+// run looks every CheckInterval whether this node is the lowest live
+// node, and moves while it is.
 func (m *Mover) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -165,20 +163,20 @@ func (m *Mover) run(ctx context.Context) {
 	}()
 	failing := false
 	for {
-		lease, err := m.acquire(ctx)
+		first, err := m.first(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil && !failing:
-			m.log.Warn("take the outbox lease", "err", err)
+			m.log.Warn("look for the node that moves the outbox", "err", err)
 			failing = true
 		case err == nil:
 			failing = false
 		}
-		if lease != nil {
+		if first {
 			m.log.Info("moving the outbox")
 			m.moving.Store(true)
-			m.term(ctx, lease)
+			m.term(ctx)
 			m.moving.Store(false)
 			if ctx.Err() != nil {
 				return
@@ -186,24 +184,25 @@ func (m *Mover) run(ctx context.Context) {
 			m.log.Info("no longer moving the outbox")
 		}
 		select {
-		case <-time.After(time.Second/2 + rand.N(time.Second/2)):
+		case <-time.After(m.cfg.CheckInterval):
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-func (m *Mover) acquire(ctx context.Context) (*store.LockLease, error) {
-	res, err := m.cfg.Store.LockAcquire(ctx, &store.LockAcquireParams{Name: LockName, Owner: m.cfg.Node, TTL: m.cfg.LeaseTTL, Limit: 1})
+// first reports whether this node is the lowest live node.
+func (m *Mover) first(ctx context.Context) (bool, error) {
+	c, err := m.cfg.Store.NodesLive(ctx)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	return res.Lease, nil
+	return len(c.Nodes) > 0 && c.Nodes[0].ID == m.cfg.Node, nil
 }
 
-// term moves the outbox while the lease lasts: until a renewal finds it
-// gone, or ctx ends (the lease is then released).
-func (m *Mover) term(ctx context.Context, lease *store.LockLease) {
+// term moves the outbox while this node stays the lowest live node, or
+// until ctx ends.
+func (m *Mover) term(ctx context.Context) {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wake := make(chan struct{}, 1)
@@ -216,31 +215,24 @@ func (m *Mover) term(ctx context.Context, lease *store.LockLease) {
 	defer func() {
 		cancel()
 		<-listenDone
-		rctx, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer c()
-		if _, err := m.cfg.Store.LockRelease(rctx, &store.LockReleaseParams{Name: LockName, Owner: m.cfg.Node, Token: lease.Token}); err != nil &&
-			!errors.Is(err, store.ErrNotFound) {
-			m.log.Warn("release the outbox lease", "err", err)
-		}
 	}()
 
-	renewEvery := m.cfg.LeaseTTL / 3
-	renewAt := time.Now().Add(renewEvery)
+	checkAt := time.Now().Add(m.cfg.CheckInterval)
 	poll := minPoll
 	failing := false
 	for {
-		if time.Now().After(renewAt) {
-			_, err := m.cfg.Store.LockRenew(tctx, &store.LockRenewParams{Name: LockName, Owner: m.cfg.Node, Token: lease.Token, TTL: m.cfg.LeaseTTL})
+		if time.Now().After(checkAt) {
+			first, err := m.first(tctx)
 			switch {
-			case errors.Is(err, store.ErrNotFound):
-				m.log.Warn("outbox lease lost")
+			case err == nil && !first:
 				return
-			case err != nil:
-				// Keep moving: the lease lasts until its expiry, and a
-				// second mover could not move a row twice anyway.
-				m.log.Warn("renew the outbox lease", "err", err)
+			case err != nil && !failing:
+				// Keep moving: a second mover could not move a row twice
+				// anyway. (One line per outage: the move fails too, and
+				// logs once.)
+				m.log.Warn("look for the node that moves the outbox", "err", err)
 			}
-			renewAt = time.Now().Add(renewEvery)
+			checkAt = time.Now().Add(m.cfg.CheckInterval)
 		}
 		n, err := m.moveBatch(tctx)
 		switch {
@@ -268,7 +260,7 @@ func (m *Mover) term(ctx context.Context, lease *store.LockLease) {
 				poll = min(2*poll, m.cfg.PollInterval)
 			}
 		}
-		wait := min(poll, time.Until(renewAt))
+		wait := min(poll, time.Until(checkAt))
 		select {
 		case <-wake:
 		case <-time.After(wait):
@@ -288,16 +280,21 @@ func (m *Mover) listen(ctx context.Context, wake chan struct{}, listening *atomi
 		default:
 		}
 	}
+	failing := false
 	for {
 		err := m.cfg.Store.OutboxListen(ctx, func() {
 			listening.Store(true)
+			failing = false
 			poke() // what committed before LISTEN is read now
 		}, poke)
 		listening.Store(false)
 		if errors.Is(err, errors.ErrUnsupported) || ctx.Err() != nil {
 			return
 		}
-		m.log.Warn("listen for outbox inserts; probing meanwhile", "err", err)
+		if !failing {
+			m.log.Warn("listen for outbox inserts; probing meanwhile", "err", err)
+			failing = true
+		}
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():

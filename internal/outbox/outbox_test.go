@@ -25,9 +25,11 @@ func setup(t *testing.T, st store.Store, node string) *outbox.Mover {
 	return m
 }
 
-// TestMover_OneMovesAndStopHandsOver starts two movers on one database:
-// one moves, the other waits; a stop gives the lease up, and the other
-// takes over within about a second (its next try), not the lease's TTL.
+// TestMover_OneMovesAndStopHandsOver starts two movers on one database,
+// their nodes registered as their dispatchers register them: the lowest
+// live node moves, the other waits; when its registration is deleted (as a
+// clean stop does), the other takes over within about a second (its next
+// look).
 func TestMover_OneMovesAndStopHandsOver(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := dbtest.Open(t, dialect)
@@ -38,15 +40,16 @@ func TestMover_OneMovesAndStopHandsOver(t *testing.T) {
 		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "q"}); err != nil {
 			t.Fatal(err)
 		}
-		a, b := setup(t, st, "node-a"), setup(t, st, "node-b")
-		testworker.WaitFor(t, 5*time.Second, "a mover", func() bool { return a.Moving() || b.Moving() })
-		first, second := a, b
-		if b.Moving() {
-			first, second = b, a
+		for _, n := range []string{"node-a", "node-b"} {
+			if err := st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: n, Host: n, TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		time.Sleep(1500 * time.Millisecond) // more than one try of the other
+		first, second := setup(t, st, "node-a"), setup(t, st, "node-b")
+		testworker.WaitFor(t, 5*time.Second, "node-a moving", first.Moving)
+		time.Sleep(1500 * time.Millisecond) // more than one look of the other
 		if second.Moving() {
-			t.Fatal("both movers hold the lease")
+			t.Fatal("node-b moves too, though node-a is live and lower")
 		}
 		url := "http://127.0.0.1:1/"
 		if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "cat", URL: &url}}); err != nil {
@@ -56,6 +59,12 @@ func TestMover_OneMovesAndStopHandsOver(t *testing.T) {
 
 		stopped := time.Now()
 		if err := first.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if first.Moving() {
+			t.Fatal("node-a moves after its Stop")
+		}
+		if err := st.NodeDelete(ctx, "node-a"); err != nil {
 			t.Fatal(err)
 		}
 		testworker.WaitFor(t, 2*time.Second, "the other mover taking over", second.Moving)

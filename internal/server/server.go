@@ -156,8 +156,8 @@ func nodeID(host string, pid int, suffix string) string {
 // Store returns the node's store.
 func (s *Server) Store() store.Store { return s.store }
 
-// MovesOutbox reports whether this node moves the outbox now (holds
-// outbox.LockName).
+// MovesOutbox reports whether this node moves the outbox now (it is the
+// live node with the lowest id).
 func (s *Server) MovesOutbox() bool { return s.outbox != nil && s.outbox.Moving() }
 
 // NodeID returns the node's id.
@@ -250,6 +250,9 @@ func (s *Server) Start(ctx context.Context) error {
 		Logger:     s.log,
 		Node:       cfg.NodeID,
 		WorkerURLs: s.workerURLs,
+		// The node's registration, which elects the mover, is refreshed
+		// at this interval too.
+		CheckInterval: cfg.ConfigRefreshInterval,
 	})
 	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
 	// The API reads statistics with this node's counts not yet written.
