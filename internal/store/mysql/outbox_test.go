@@ -2,6 +2,8 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,17 +12,23 @@ import (
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/store/mysql"
 	"github.com/rowq/rowq/internal/store/storetest"
-	"github.com/rowq/rowq/internal/testworker"
 )
 
 // TestOutboxMove_AbortedBeforeCommit ends a move's connection with KILL
-// while its insert of a keyed job waits for another transaction's
-// uncommitted key: its deletes and other inserts are done (InnoDB counts
-// them in the transaction's trx_rows_modified), its commit is not. That is
+// while its insert of a keyed job (its last statement before the commit)
+// waits for another transaction's uncommitted key: its deletes and other
+// inserts are done (InnoDB counts them in the transaction's
+// trx_rows_modified), its commit is not. That is
 // what MariaDB sees when the mover's process dies (its socket closes).
 func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 	url := dbtest.URL(t, "mysql")
-	s := dbtest.OpenURL(t, url)
+	// The move waits for the held key as long as the test needs to find
+	// it, however loaded the machine (not store.LockWait).
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := dbtest.OpenURL(t, url+sep+"innodb_lock_wait_timeout=60")
 	db := dbtest.AppDB(t, url, 3)
 	ctx := t.Context()
 	storetest.OutboxMoveAborted(t, s, storetest.OutboxAbort{
@@ -38,12 +46,20 @@ func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 		},
 		Abort: func(t *testing.T) {
 			var id, modified int64
-			testworker.WaitFor(t, 1500*time.Millisecond, "the move waiting for the key", func() bool {
-				err := db.QueryRowContext(ctx, `SELECT p.ID, t.trx_rows_modified FROM information_schema.PROCESSLIST p
-					JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
-					WHERE p.DB = DATABASE() AND p.INFO LIKE '%rowq:jobs.insert%' AND t.trx_state = 'LOCK WAIT'`).Scan(&id, &modified)
-				return err == nil
-			})
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				err := db.QueryRowContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST
+					WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INFO LIKE '%rowq:jobs.insert%' AND INFO LIKE '%''k''%'`).Scan(&id)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no move waiting for the key within 30s (%v); sessions:\n%s", err, sessions(t, db))
+				}
+			}
+			if err := db.QueryRowContext(ctx, `SELECT trx_rows_modified FROM information_schema.INNODB_TRX
+				WHERE trx_mysql_thread_id = ?`, id).Scan(&modified); err != nil {
+				t.Fatal(err)
+			}
 			// 6 outbox rows deleted, 5 jobs inserted.
 			if modified < 11 {
 				t.Errorf("the waiting move had modified %d rows, want its 6 deletes and 5 inserts", modified)
@@ -53,6 +69,27 @@ func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 			}
 		},
 	})
+}
+
+// sessions lists the sessions of the test's database, for a failure.
+func sessions(t *testing.T, db *sql.DB) string {
+	rows, err := db.QueryContext(t.Context(), `SELECT p.ID, IFNULL(p.INFO, ''), IFNULL(t.trx_state, '')
+		FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
+		WHERE p.DB = DATABASE()`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var info, state string
+		if err := rows.Scan(&id, &info, &state); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "%d %s %q\n", id, state, info)
+	}
+	return b.String()
 }
 
 // TestOutboxRead_WalksThePrimaryKey: the read (the moving node's probe

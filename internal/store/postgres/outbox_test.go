@@ -19,7 +19,13 @@ import (
 // what PostgreSQL sees when the mover's process dies (its socket closes).
 func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 	url := dbtest.URL(t, "postgres")
-	s := dbtest.OpenURL(t, url)
+	// The move waits for the held key as long as the test needs to find
+	// it, however loaded the machine (not store.LockWait).
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := dbtest.OpenURL(t, url+sep+"lock_timeout=60s")
 	db := dbtest.AppDB(t, url, 3)
 	ctx := t.Context()
 	storetest.OutboxMoveAborted(t, s, storetest.OutboxAbort{
@@ -37,9 +43,9 @@ func TestOutboxMove_AbortedBeforeCommit(t *testing.T) {
 		},
 		Abort: func(t *testing.T) {
 			var pid int64
-			testworker.WaitFor(t, 1500*time.Millisecond, "the move waiting for the key", func() bool {
+			testworker.WaitFor(t, 30*time.Second, "the move waiting for the key", func() bool {
 				err := db.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
-					AND wait_event_type = 'Lock' AND query LIKE '%rowq:jobs.insert%'`).Scan(&pid)
+					AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%rowq:jobs.insert%'`).Scan(&pid)
 				return err == nil
 			})
 			if _, err := db.ExecContext(context.Background(), "SELECT pg_terminate_backend($1)", pid); err != nil {
