@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // pythonClient is the Python client's directory, relative to this package.
@@ -27,9 +29,21 @@ func TestPythonClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		p := serve(t, t.TempDir(), testEnv(dbtest.URL(t, dialect))...)
+		dbURL := dbtest.URL(t, dialect)
+		p := serve(t, t.TempDir(), testEnv(dbURL)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
+		// Two outbox rows without a URL, for tests/test_outbox.py: both
+		// become rejects.
+		st := dbtest.OpenURL(t, dbURL)
+		payload := `{"n": 1}`
+		if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "py-outbox", Payload: &payload}, {Category: "py-outbox", Payload: &payload}}); err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 10*time.Second, "the outbox's 2 rejects", func() bool {
+			n, err := st.OutboxRejectsCount(ctx)
+			return err == nil && n == 2
+		})
 		cmd := exec.CommandContext(ctx, python, "-m", "unittest", "discover", "-s", "tests", "-v")
 		cmd.Dir = dir
 		cmd.Env = append(baseEnv(), "ROWQ_URL=http://"+p.addr, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")

@@ -47,6 +47,12 @@ type Options struct {
 	// drains. Clients, Rate and Batch are unused.
 	Backlog     bool
 	DatabaseURL string
+	// Outbox, when true, writes the jobs as rows of the transactional
+	// outbox (DatabaseURL), from Clients concurrent transactions of
+	// OutboxRows rows each, and measures the rows moved per second and
+	// the latency from each transaction's commit to the worker.
+	Outbox     bool
+	OutboxRows int
 	// Settle is how long to wait after the last delivery for duplicates.
 	Settle time.Duration
 	// Timeout bounds the wait for all deliveries.
@@ -66,6 +72,9 @@ type Result struct {
 	P50, P95, P99 time.Duration // enqueue request start (backlog: queue created) → worker receives
 	// FillTime is how long writing the backlog took (backlog mode).
 	FillTime time.Duration
+	// MoveTime is the time from the first outbox commit until the outbox
+	// was empty after the last (outbox mode).
+	MoveTime time.Duration
 	// PeakRSS is the bench process's peak resident set size (VmHWM) in
 	// bytes: with the node in process it covers the node, the worker and
 	// the clients. 0 where /proc is not available.
@@ -83,14 +92,22 @@ func (r *Result) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "jobs=%d enqueued=%d enqueue_errors=%d delivered=%d lost=%d duplicates=%d\n",
 		r.Jobs, r.Enqueued, r.EnqueueErrors, r.Delivered, r.Lost, r.Duplicates)
-	if r.FillTime > 0 {
+	if r.MoveTime > 0 {
+		fmt.Fprintf(&b, "outbox: committed %.0f rows/s (%v), moved %.0f rows/s (%v); end to end %.0f jobs/s\n",
+			r.EnqueueRate(), r.EnqueueTime.Round(time.Millisecond), float64(r.Enqueued)/r.MoveTime.Seconds(),
+			r.MoveTime.Round(time.Millisecond), r.EndToEndRate())
+	} else if r.FillTime > 0 {
 		fmt.Fprintf(&b, "backlog: written in %v, drained at %.0f jobs/s (%v)\n",
 			r.FillTime.Round(time.Millisecond), r.EndToEndRate(), r.EndToEndTime.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "enqueue: %.0f jobs/s (%v)\nend to end: %.0f jobs/s (%v)\n",
 			r.EnqueueRate(), r.EnqueueTime.Round(time.Millisecond), r.EndToEndRate(), r.EndToEndTime.Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, "latency enqueue→worker: p50=%v p95=%v p99=%v",
+	what := "enqueue"
+	if r.MoveTime > 0 {
+		what = "commit"
+	}
+	fmt.Fprintf(&b, "latency %s→worker: p50=%v p95=%v p99=%v", what,
 		r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond))
 	if r.PeakRSS > 0 {
 		fmt.Fprintf(&b, "\npeak RSS of the bench process: %d MiB", r.PeakRSS>>20)
@@ -104,6 +121,7 @@ type worker struct {
 	accepted  []atomic.Bool  // the server answered 200
 	count     []atomic.Int32 // deliveries by seq
 	latency   []atomic.Int64 // first delivery latency, ns
+	at        []atomic.Int64 // first delivery, unix ns
 	delivered atomic.Int64
 	last      atomic.Int64 // unix ns of the latest first delivery
 	done      chan struct{}
@@ -124,6 +142,7 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	if w.count[p.Seq].Add(1) == 1 {
 		w.latency[p.Seq].Store(now - w.sent[p.Seq].Load())
+		w.at[p.Seq].Store(now)
 		w.last.Store(now)
 		if int(w.delivered.Add(1)) == len(w.count) {
 			w.doneOnce.Do(func() { close(w.done) })
@@ -182,12 +201,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("bench: jobs must be positive")
 	case !o.Backlog && o.Clients <= 0:
 		return nil, errors.New("bench: clients must be positive")
-	case o.Backlog && o.DatabaseURL == "":
-		return nil, errors.New("bench: backlog mode needs the server's database URL")
+	case (o.Backlog || o.Outbox) && o.DatabaseURL == "":
+		return nil, errors.New("bench: backlog and outbox modes need the server's database URL")
 	}
 	w := &worker{
 		sent: make([]atomic.Int64, o.Jobs), accepted: make([]atomic.Bool, o.Jobs), count: make([]atomic.Int32, o.Jobs),
-		latency: make([]atomic.Int64, o.Jobs), done: make(chan struct{}),
+		latency: make([]atomic.Int64, o.Jobs), at: make([]atomic.Int64, o.Jobs), done: make(chan struct{}),
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -206,7 +225,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	category := "bench-" + o.Queue
 	res := &Result{Jobs: o.Jobs}
 	var start time.Time
-	if o.Backlog {
+	if o.Outbox {
+		if start, err = fillOutbox(ctx, o, c, w, category, workerURL, res); err != nil {
+			return nil, err
+		}
+	} else if o.Backlog {
 		if start, err = fillBacklog(ctx, o, c, w, category, workerURL, res); err != nil {
 			return nil, err
 		}
@@ -249,6 +272,12 @@ wait:
 		case n > 0:
 			res.Delivered++
 			res.Duplicates += n - 1
+			if o.Outbox {
+				// sent holds the commit's return; a delivery may come
+				// before it was stored.
+				lat = append(lat, time.Duration(w.at[i].Load()-w.sent[i].Load()))
+				continue
+			}
 			lat = append(lat, time.Duration(w.latency[i].Load()))
 		}
 	}
@@ -425,6 +454,85 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 	return start, nil
 }
 
+// fillOutbox creates the queue and its routing, waits until a node leads
+// the queue, and writes the jobs as outbox rows from o.Clients concurrent
+// transactions of o.OutboxRows rows each, recording each commit's return
+// as the job's start. It returns when the first transaction began, once
+// every row was committed and the outbox found empty.
+func fillOutbox(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
+		return time.Time{}, err
+	}
+	if err := c.json(ctx, "PUT", "/routing/"+category, &rowqtype.RoutingRequest{QueueName: o.Queue}); err != nil {
+		return time.Time{}, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); c.call(ctx, "GET", "/queue/"+o.Queue+"/node", nil, nil) != nil; {
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("no node took queue %s within 30s", o.Queue)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, err := backend.Open(o.DatabaseURL)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer st.Close()
+	per := max(o.OutboxRows, 1)
+	var (
+		next     atomic.Int64
+		enqueued atomic.Int64
+		failed   atomic.Int64
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range o.Clients {
+		wg.Go(func() {
+			rows := make([]*store.OutboxRow, 0, per)
+			for {
+				first := int(next.Add(int64(per))) - per
+				if first >= o.Jobs {
+					return
+				}
+				end := min(first+per, o.Jobs)
+				rows = rows[:0]
+				for seq := first; seq < end; seq++ {
+					payload := `{"seq":` + strconv.Itoa(seq) + `}`
+					rows = append(rows, &store.OutboxRow{Category: category, URL: &workerURL, Payload: &payload})
+				}
+				if err := st.OutboxInsert(ctx, rows); err != nil {
+					if failed.Add(int64(end-first)) == int64(end-first) {
+						fmt.Fprintf(os.Stderr, "rowq bench: first outbox insert error: %v\n", err)
+					}
+					continue
+				}
+				now := time.Now().UnixNano()
+				for seq := first; seq < end; seq++ {
+					w.sent[seq].Store(now)
+					w.accepted[seq].Store(true)
+				}
+				enqueued.Add(int64(end - first))
+			}
+		})
+	}
+	wg.Wait()
+	res.EnqueueTime = time.Since(start)
+	res.Enqueued, res.EnqueueErrors = int(enqueued.Load()), int(failed.Load())
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(2 * time.Millisecond) {
+		rows, err := st.OutboxRead(ctx, 1)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, errors.New("the outbox was not emptied within 10 minutes")
+		}
+	}
+	res.MoveTime = time.Since(start)
+	return start, nil
+}
+
 // peakRSS reads this process's VmHWM from /proc, in bytes; 0 if unknown.
 func peakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -453,6 +561,8 @@ func (o Options) Label() string {
 	switch {
 	case o.Backlog:
 		return fmt.Sprintf("backlog of %d jobs, max_workers %d", o.Jobs, o.MaxWorkers)
+	case o.Outbox:
+		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.MaxWorkers)
 	case o.Rate > 0:
 		mode = strconv.FormatFloat(o.Rate, 'f', 0, 64) + " jobs/s offered"
 	case o.Batch > 0:

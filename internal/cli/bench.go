@@ -42,6 +42,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
 	fs.IntVar(&o.Batch, "batch", 0, "enqueue with POST /jobs, this many jobs a request; 0 = POST /job/{category}, one job a request")
 	backlog := fs.Int("backlog", 0, "write this many jobs into the database before their queue exists, then create it and measure the drain (needs --database-url, also with --server)")
+	fs.BoolVar(&o.Outbox, "outbox", false, "write the jobs as rows of the transactional outbox (rowq_outbox) from --clients concurrent transactions, and measure rows moved/s and commit→worker latency (needs --database-url with --server)")
+	fs.IntVar(&o.OutboxRows, "outbox-rows", 1, "rows per outbox transaction, with --outbox")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,6 +53,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backlog < 0 || o.Batch < 0 {
 		return fmt.Errorf("backlog, batch: must not be negative")
+	}
+	if o.Outbox {
+		if *backlog > 0 || o.Batch > 0 || o.Rate > 0 {
+			return fmt.Errorf("outbox: not with --backlog, --batch or --rate")
+		}
+		if *target != "" && *dbURL == "" {
+			return fmt.Errorf("outbox: needs --database-url, the database of the --server node")
+		}
+		if o.OutboxRows < 1 {
+			return fmt.Errorf("outbox-rows: must be at least 1")
+		}
 	}
 	if *backlog > 0 {
 		if *target != "" && *dbURL == "" {

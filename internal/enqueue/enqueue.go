@@ -163,6 +163,14 @@ func (s *Service) Due(queue string) {
 	}
 }
 
+// Stored tells that jobs were committed outside Push and PushMany, such
+// as the outbox's: they are counted as pushed, and the queues that got a
+// job due now are woken, as after PushMany. res are the jobs' outcomes,
+// in the order of ps.
+func (s *Service) Stored(ps []*store.JobInsertParams, res []store.JobPushed) {
+	s.settle(ps, res, false)
+}
+
 // settle counts the jobs stored and wakes the queues that got one due
 // now, once each; handed-off jobs are with their dispatcher already.
 func (s *Service) settle(ps []*store.JobInsertParams, res []store.JobPushed, handedOff bool) {

@@ -169,6 +169,9 @@ func (a *API) routes() {
 	a.handle("POST /schedule/{name}/resume", need(bySched, admin), a.resumeSchedule)
 	a.handle("POST /schedule/{name}/trigger", need(bySched, admin), a.triggerSchedule)
 	a.handle("GET /schedule/{name}/runs", need(bySched, read), a.scheduleRuns)
+	// The outbox's rejects belong to no queue (a category may have none):
+	// a token confined to some queues does not see them.
+	a.handle("GET /outbox/rejects", need(allQueues, read), a.listOutboxRejects)
 
 	a.handle("GET /version", open, func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
 	a.handle("GET /settings", need(allQueues, read), func(*http.Request) (any, error) { return a.cfg.Settings, nil })

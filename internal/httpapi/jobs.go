@@ -10,47 +10,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/validate"
 	"github.com/rowq/rowq/rowqtype"
 )
 
-// Limits of job requests beyond Fireworq's.
-const (
-	maxPushJobs     = 1000  // jobs in one POST /jobs
-	minPriority     = -1000 // lowest job priority
-	maxPriority     = 1000  // highest job priority
-	maxUniqueKeyLen = 255   // characters of a unique_key
-)
+// maxPushJobs bounds the jobs of one POST /jobs.
+const maxPushJobs = 1000
 
 // validateJob checks the body of POST /job/{category} (an element of
-// POST /jobs). Durations are seconds.
+// POST /jobs), as the outbox checks its rows (validate.Job).
 func (a *API) validateJob(req *rowqtype.JobRequest) error {
-	if err := a.checkURL("url", req.URL); err != nil {
-		return err
-	}
-	// The decoder keeps a payload's bytes as sent; MySQL and PostgreSQL
-	// refuse text that is not UTF-8, so refuse it here with a 400.
-	if !utf8.Valid(req.Payload) {
-		return errorf(http.StatusBadRequest, "payload: must be valid UTF-8")
-	}
-	for _, c := range []struct {
-		field  string
-		v      *int
-		lo, hi int
-	}{
-		{"run_after", req.RunAfter, 0, maxRunAfter},
-		{"max_retries", req.MaxRetries, 0, maxRetries},
-		{"retry_delay", req.RetryDelay, 0, maxRetryDelay},
-		{"timeout", req.Timeout, 0, maxTimeout},
-	} {
-		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
-			return err
-		}
-	}
-	return validateJobOptions(req)
+	return badRequest(validate.Job(req, a.cfg.WorkerURLs))
 }
 
 func (a *API) pushJob(r *http.Request) (any, error) {
@@ -80,9 +53,6 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 	if err := a.validateJob(req); err != nil {
 		return nil, err
 	}
-	if string(req.Payload) == "null" {
-		req.Payload = nil // null means no payload, as when the field is absent
-	}
 	queue, ok := routes[category]
 	if !ok {
 		var err error
@@ -96,17 +66,7 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 	if err := allowRouted(ctx, category, queue); err != nil {
 		return nil, err
 	}
-	return &store.JobInsertParams{
-		Queue:      queue,
-		Category:   category,
-		URL:        req.URL,
-		Payload:    req.Payload,
-		RunAfter:   time.Duration(valueOr(req.RunAfter, 0)) * time.Second,
-		Timeout:    valueOr(req.Timeout, 0),
-		MaxRetries: valueOr(req.MaxRetries, 0),
-		RetryDelay: valueOr(req.RetryDelay, 0),
-		JobOptions: jobOptions(req),
-	}, nil
+	return validate.JobParams(queue, category, req), nil
 }
 
 // route finds the queue for a category (enqueue.Service.Route), and
@@ -121,70 +81,6 @@ func (a *API) route(ctx context.Context, category string) (string, error) {
 		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
 	}
 	return q, err
-}
-
-// validateJobOptions checks the job settings rowq adds to Fireworq's.
-func validateJobOptions(req *rowqtype.JobRequest) error {
-	if err := checkRange("priority", req.Priority, minPriority, maxPriority); err != nil {
-		return err
-	}
-	if k := req.UniqueKey; k != nil {
-		if err := checkUniqueKey(*k); err != nil {
-			return err
-		}
-	}
-	backoff := valueOr(req.RetryBackoff, store.BackoffFixed)
-	switch backoff {
-	case store.BackoffFixed:
-		if req.RetryDelayMax != nil {
-			return errorf(http.StatusBadRequest, "retry_delay_max: only with retry_backoff \"exponential\"")
-		}
-	case store.BackoffExponential:
-		if valueOr(req.RetryDelay, 0) < 1 {
-			return errorf(http.StatusBadRequest, "retry_delay: must be 1..%d with retry_backoff \"exponential\" (it is the base), got %d",
-				maxRetryDelay, valueOr(req.RetryDelay, 0))
-		}
-		if err := checkRange("retry_delay_max", req.RetryDelayMax, valueOr(req.RetryDelay, 1), maxRetryDelay); err != nil {
-			return err
-		}
-	default:
-		return errorf(http.StatusBadRequest, "retry_backoff: must be \"fixed\" or \"exponential\", got %q", backoff)
-	}
-	if j := req.RetryJitter; j != nil && !(*j >= 0 && *j <= 1) {
-		return errorf(http.StatusBadRequest, "retry_jitter: must be 0..1 (a fraction of the delay), got %v", *j)
-	}
-	return nil
-}
-
-// checkUniqueKey validates a unique_key: 1..255 characters of UTF-8 without
-// control characters, not ending in a space (MySQL's collations ignore
-// trailing spaces, the other databases do not; refusing them keeps the
-// dialects alike).
-func checkUniqueKey(k string) error {
-	switch {
-	case k == "":
-		return errorf(http.StatusBadRequest, "unique_key: must not be empty (leave it out for none)")
-	case !utf8.ValidString(k):
-		return errorf(http.StatusBadRequest, "unique_key: must be valid UTF-8")
-	case utf8.RuneCountInString(k) > maxUniqueKeyLen:
-		return errorf(http.StatusBadRequest, "unique_key: at most %d characters, got %d", maxUniqueKeyLen, utf8.RuneCountInString(k))
-	case strings.HasSuffix(k, " "):
-		return errorf(http.StatusBadRequest, "unique_key: must not end with a space")
-	case strings.IndexFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errorf(http.StatusBadRequest, "unique_key: must not contain control characters")
-	}
-	return nil
-}
-
-// jobOptions returns the request's rowq settings with their defaults.
-func jobOptions(req *rowqtype.JobRequest) store.JobOptions {
-	return store.JobOptions{
-		Priority:      valueOr(req.Priority, 0),
-		UniqueKey:     valueOr(req.UniqueKey, ""),
-		RetryBackoff:  valueOr(req.RetryBackoff, store.BackoffFixed),
-		RetryDelayMax: valueOr(req.RetryDelayMax, 0),
-		RetryJitter:   valueOr(req.RetryJitter, 0),
-	}
 }
 
 // toJobPushed answers an enqueue of p with outcome res: the new job, or the

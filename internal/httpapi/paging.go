@@ -26,6 +26,7 @@ const (
 	cursorLock    = "l"  // name
 	cursorSched   = "s"  // name
 	cursorRun     = "r"  // id
+	cursorReject  = "o"  // id
 )
 
 func encodeCursor(tag string, keys ...int64) string {

@@ -24,7 +24,10 @@ import (
 
 // Config configures the metrics handler.
 type Config struct {
-	Store   store.StatsStore
+	Store store.StatsStore
+	// Outbox counts the outbox's rejects (rowq_outbox_rejects); nil
+	// leaves the series out.
+	Outbox  store.OutboxStore
 	Logger  *slog.Logger
 	Version string
 	// Timeout bounds the database read of one scrape (5s).
@@ -45,6 +48,10 @@ func Handler(cfg Config) http.Handler {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newQueueCollector(cfg),
 	)
+	if cfg.Outbox != nil {
+		reg.MustRegister(&outboxCollector{cfg: cfg, rejects: prometheus.NewDesc("rowq_outbox_rejects",
+			"Rows of the transactional outbox that were not valid jobs, kept in rowq_outbox_rejects (GET /outbox/rejects).", nil, nil)})
+	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rowq_build_info", Help: "Always 1; the version label says which rowq serves.",
 		ConstLabels: prometheus.Labels{"version": cfg.Version},
@@ -125,4 +132,24 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(q), name)
 		}
 	}
+}
+
+// outboxCollector reads the number of the outbox's rejects at each
+// scrape: one COUNT of a table that holds only rows gone wrong.
+type outboxCollector struct {
+	cfg     Config
+	rejects *prometheus.Desc
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.rejects }
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	n, err := c.cfg.Outbox.OutboxRejectsCount(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("count outbox rejects for metrics", "err", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.rejects, prometheus.GaugeValue, float64(n))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
 )
@@ -274,6 +275,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/ui", "", 200)
+		c.call("GET", "/ui/outbox", "", 200)
 		c.call("GET", "/ui/queue/q", "", 200)
 		c.call("GET", "/ui/queue/nope", "", 404)
 		c.call("GET", "/ui/queue/-%20", "", 400)
@@ -353,6 +355,18 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("PUT", "/schedule/s1", `{"cron":"61 * * * *","category":"c","url":"`+w.URL+`"}`, 400)
 		c.call("PUT", "/schedule/s1", `{"cron":"@daily","timezone":"Mars/Base","category":"c","url":"`+w.URL+`"}`, 400)
 		c.call("GET", "/schedule/nope", "", 404)
+
+		// The outbox's rejects: two rows that are not valid jobs.
+		bad := "not json"
+		if err := node.Store().OutboxInsert(t.Context(), []*store.OutboxRow{{Category: "c"}, {Category: "c", URL: &w.URL, Payload: &bad}}); err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 10*time.Second, "two outbox rejects", func() bool {
+			n, err := node.Store().OutboxRejectsCount(t.Context())
+			return err == nil && n == 2
+		})
+		c.call("GET", "/outbox/rejects?limit=1&cursor="+nextCursor(c.call("GET", "/outbox/rejects?limit=1", "", 200)), "", 200)
+		c.call("GET", "/outbox/rejects?cursor=nope", "", 400)
 
 		// Error answers.
 		c.call("GET", "/queue/no%20pe", "", 400)

@@ -29,6 +29,7 @@ import (
 	"github.com/rowq/rowq/internal/lock"
 	"github.com/rowq/rowq/internal/metrics"
 	"github.com/rowq/rowq/internal/notify"
+	"github.com/rowq/rowq/internal/outbox"
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
@@ -56,6 +57,9 @@ type Server struct {
 	// workerURLs decides where deliveries may go; signer signs them.
 	workerURLs *egress.Policy
 	signer     *signing.Signer
+	// outbox moves the transactional outbox while this node holds its
+	// lease.
+	outbox *outbox.Mover
 	// started holds the services Start started, in order; Stop stops
 	// them in reverse.
 	started []service
@@ -152,6 +156,10 @@ func nodeID(host string, pid int, suffix string) string {
 // Store returns the node's store.
 func (s *Server) Store() store.Store { return s.store }
 
+// MovesOutbox reports whether this node moves the outbox now (it is the
+// live node with the lowest id).
+func (s *Server) MovesOutbox() bool { return s.outbox != nil && s.outbox.Moving() }
+
 // NodeID returns the node's id.
 func (s *Server) NodeID() string { return s.cfg.NodeID }
 
@@ -164,7 +172,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Start ensures the default queue, binds the API and starts the node's
 // services in order: statistics, the dispatcher, the schedule loop,
-// enqueueing, the HTTP server and the lock service. If a step fails, the
+// enqueueing, the outbox's mover, the HTTP server and the lock service. If a step fails, the
 // services already started are stopped, in reverse, and the error is
 // returned.
 func (s *Server) Start(ctx context.Context) error {
@@ -236,6 +244,16 @@ func (s *Server) Start(ctx context.Context) error {
 		Enqueue:      enq,
 		MisfireGrace: cfg.ScheduleMisfireGrace,
 	})
+	s.outbox = outbox.New(outbox.Config{
+		Store:      s.store,
+		Enqueue:    enq,
+		Logger:     s.log,
+		Node:       cfg.NodeID,
+		WorkerURLs: s.workerURLs,
+		// The node's registration, which elects the mover, is refreshed
+		// at this interval too.
+		CheckInterval: cfg.ConfigRefreshInterval,
+	})
 	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
 	// The API reads statistics with this node's counts not yet written.
 	view := st.ReadOwnWrites(s.store)
@@ -268,7 +286,7 @@ func (s *Server) Start(ctx context.Context) error {
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
-	if err := s.startAll(ctx, st, history, disp, sched, enq, s.http, locks); err != nil {
+	if err := s.startAll(ctx, st, history, disp, sched, enq, s.outbox, s.http, locks); err != nil {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
@@ -330,7 +348,7 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 // pages are the routes served beside the JSON API: Prometheus metrics and
 // the dashboard, which guards itself (its login).
 func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History) []httpapi.Page {
-	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Logger: log, Version: Version})}}
+	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, Logger: log, Version: Version})}}
 	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
 		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {

@@ -78,4 +78,5 @@ type Store interface {
 	ScheduleStore
 	TokenStore
 	SecretStore
+	OutboxStore
 }

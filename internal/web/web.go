@@ -74,6 +74,7 @@ type Store interface {
 	store.ScheduleStore
 	store.LockStore
 	store.NodeStore
+	store.OutboxStore
 }
 
 // Config configures the dashboard.
@@ -105,7 +106,7 @@ type Config struct {
 // pages need a login or a token, the login page and the style sheet are
 // open, and every POST checks its CSRF token.
 var Routes = func() []string {
-	r := []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css", "GET /ui/dashboard.js"}
+	r := []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css", "GET /ui/dashboard.js", "GET /ui/outbox"}
 	for _, a := range actions {
 		r = append(r, a.pattern)
 	}
@@ -129,6 +130,7 @@ func Handler(cfg Config) http.Handler {
 	for _, a := range actions {
 		mux.HandleFunc(a.pattern, d.act(a))
 	}
+	mux.HandleFunc("GET /ui/outbox", d.guard(d.outbox))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The only script is this dashboard's own file, which fetches

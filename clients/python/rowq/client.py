@@ -21,6 +21,7 @@ from .types import (
     Lock,
     NewJob,
     Node,
+    OutboxReject,
     Page,
     PushedJob,
     Queue,
@@ -476,6 +477,18 @@ class Client:
         """A schedule's run history, newest first, every page (see jobs)."""
         first = self.schedule_runs_page(name, limit=limit)
         return self._follow(first, lambda c: self.schedule_runs_page(name, limit=limit, cursor=c))
+
+    # The transactional outbox (applications write it with their own SQL:
+    # docs/outbox.md)
+
+    def outbox_rejects_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[OutboxReject]:
+        """One page of the outbox rows that were not valid jobs, oldest first (GET /outbox/rejects)."""
+        d = self.request("GET", "/outbox/rejects", _set(limit=limit, cursor=cursor))
+        return Page([OutboxReject.from_json(r) for r in d["rejects"]], d.get("next_cursor"))
+
+    def outbox_rejects(self, *, limit: Optional[int] = None) -> Iterator[OutboxReject]:
+        """The outbox's rejects, oldest first, every page (see jobs)."""
+        return self._follow(self.outbox_rejects_page(limit=limit), lambda c: self.outbox_rejects_page(limit=limit, cursor=c))
 
     # The server
 

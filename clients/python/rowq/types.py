@@ -345,3 +345,29 @@ class ScheduleRun:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ScheduleRun:
         return _build(cls, d, tick=parse_time, fired_at=parse_time)
+
+
+@dataclass
+class OutboxReject:
+    """A row of the transactional outbox that was not a valid job, as the
+    application wrote it (None for a NULL column; ``payload`` is the
+    column's text), and why (``reason`` names the column)."""
+
+    id: int
+    outbox_id: int
+    category: str
+    url: Optional[str]
+    payload: Optional[str]
+    run_after: Optional[int]
+    max_retries: Optional[int]
+    retry_delay: Optional[int]
+    timeout: Optional[int]
+    priority: Optional[int]
+    unique_key: Optional[str]
+    created_at: datetime
+    reason: str
+    rejected_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> OutboxReject:
+        return _build(cls, d, created_at=parse_time, rejected_at=parse_time)

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,67 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// AppDB opens a database that URL made the way an application opens it
+// (the transactional outbox's tests write to rowq_outbox as one): through
+// database/sql with the dialect's driver and the server's default session
+// settings, with at most maxConns connections. It is closed when the test
+// ends.
+func AppDB(t testing.TB, databaseURL string, maxConns int) *sql.DB {
+	t.Helper()
+	scheme, rest, _ := strings.Cut(databaseURL, "://")
+	var db *sql.DB
+	var err error
+	switch scheme {
+	case "mysql":
+		dsn, derr := mysql.DSNFromURL(databaseURL)
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		db, err = sql.Open("mysql", dsn)
+	case "postgres":
+		db, err = sql.Open("pgx", databaseURL)
+	case "sqlite":
+		path, _, _ := strings.Cut(rest, "?")
+		db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_txlock=immediate")
+	default:
+		t.Fatalf("dbtest: unknown database URL %q", databaseURL)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// WithUser returns databaseURL with user and password instead of its own.
+func WithUser(t testing.TB, databaseURL, user, password string) string {
+	t.Helper()
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
+// Rebind turns the ? placeholders of q into PostgreSQL's $1, $2, … for
+// the postgres dialect.
+func Rebind(dialect, q string) string {
+	if dialect != "postgres" {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -58,3 +58,6 @@ var JobsExpiredSQL = jobsExpiredSQL
 // SessionConnID returns the connection id (CONNECTION_ID()) that holds a
 // node session's lock.
 func SessionConnID(s store.NodeSession) int64 { return s.(*nodeSession).connID }
+
+// OutboxReadSQL is the outbox's read (and probe), for the EXPLAIN test.
+const OutboxReadSQL = outboxReadSQL

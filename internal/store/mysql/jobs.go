@@ -532,39 +532,47 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 	}
 	var out []store.JobPushed
 	err = retry(ctx, func() error {
-		out = make([]store.JobPushed, len(jobs))
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var (
-				plain []*store.JobInsertParams
-				at    []int
-			)
-			for i, j := range jobs {
-				if j.UniqueKey == "" {
-					plain, at = append(plain, j), append(at, i)
-				}
-			}
-			if len(plain) > 0 {
-				var ids []int64
-				for _, c := range chunkInserts(plain) {
-					if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
-						return err
-					}
-				}
-				for k, id := range ids {
-					out[at[k]].ID = id
-				}
-			}
-			for _, i := range store.KeyedInOrder(jobs) {
-				var err error
-				if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
-					return err
-				}
-			}
-			return nil
+			var err error
+			out, err = pushTx(ctx, tx, jobs, step)
+			return err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+	}
+	return out, nil
+}
+
+// pushTx is JobsPush inside the transaction tx; the outbox moves its
+// rows with it.
+func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, step int64) ([]store.JobPushed, error) {
+	out := make([]store.JobPushed, len(jobs))
+	var (
+		plain []*store.JobInsertParams
+		at    []int
+	)
+	for i, j := range jobs {
+		if j.UniqueKey == "" {
+			plain, at = append(plain, j), append(at, i)
+		}
+	}
+	if len(plain) > 0 {
+		var ids []int64
+		for _, c := range chunkInserts(plain) {
+			if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+				return nil, err
+			}
+		}
+		for k, id := range ids {
+			out[at[k]].ID = id
+		}
+	}
+	for _, i := range store.KeyedInOrder(jobs) {
+		var err error
+		if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -34,3 +34,6 @@ const (
 // SessionPID returns the backend pid of the connection that holds a node
 // session's lock.
 func SessionPID(s store.NodeSession) uint32 { return s.(*nodeSession).conn.PgConn().PID() }
+
+// OutboxReadSQL is the outbox's read (and probe), for the EXPLAIN test.
+const OutboxReadSQL = outboxReadSQL

@@ -301,36 +301,44 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 	}
 	var out []store.JobPushed
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = make([]store.JobPushed, len(jobs))
-		var (
-			plain []*store.JobInsertParams
-			at    []int
-		)
-		for i, j := range jobs {
-			if j.UniqueKey == "" {
-				plain, at = append(plain, j), append(at, i)
-			}
-		}
-		if len(plain) > 0 {
-			rows, _ := tx.Query(ctx, insertSQL, insertArgs(plain)...)
-			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return err
-			}
-			for k, id := range ids {
-				out[at[k]].ID = id
-			}
-		}
-		for _, i := range store.KeyedInOrder(jobs) {
-			var err error
-			if out[i], err = pushUnique(ctx, tx, jobs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = pushTx(ctx, tx, jobs)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
+	}
+	return out, nil
+}
+
+// pushTx is JobsPush inside the transaction tx; the outbox moves its
+// rows with it.
+func pushTx(ctx context.Context, tx pgx.Tx, jobs []*store.JobInsertParams) ([]store.JobPushed, error) {
+	out := make([]store.JobPushed, len(jobs))
+	var (
+		plain []*store.JobInsertParams
+		at    []int
+	)
+	for i, j := range jobs {
+		if j.UniqueKey == "" {
+			plain, at = append(plain, j), append(at, i)
+		}
+	}
+	if len(plain) > 0 {
+		rows, _ := tx.Query(ctx, insertSQL, insertArgs(plain)...)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, err
+		}
+		for k, id := range ids {
+			out[at[k]].ID = id
+		}
+	}
+	for _, i := range store.KeyedInOrder(jobs) {
+		var err error
+		if out[i], err = pushUnique(ctx, tx, jobs[i]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

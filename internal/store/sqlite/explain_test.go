@@ -18,6 +18,14 @@ func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
 	checkPlan(t, openExplain(t), "due schedules", dueSQL, "schedules_due", 0, 100)
 }
 
+// TestOutboxRead_WalksTheRowid: the outbox's read (the moving node's
+// probe) walks the table in rowid order and stops at its limit.
+func TestOutboxRead_WalksTheRowid(t *testing.T) {
+	if got := explain(t, openExplain(t), "outbox read", outboxReadSQL, 500); got != "SCAN rowq_outbox" {
+		t.Errorf("outbox read plan = %q, want a plain scan in rowid order (no sort)", got)
+	}
+}
+
 // TestJobsDue_ReadsOneEntryPerQueue: per queue, jobs_list in index order.
 func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 	checkPlan(t, openExplain(t), "due jobs", jobsDueSQL, "jobs_list", `["q0","q1"]`, 0)

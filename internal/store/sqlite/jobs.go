@@ -292,38 +292,46 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	out := make([]store.JobPushed, len(jobs))
+	var out []store.JobPushed
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		now := s.micros()
-		for i, j := range jobs {
-			if j.UniqueKey == "" {
-				res, err := tx.ExecContext(ctx, insertSQL, insertArgs(j, now)...)
-				if err != nil {
-					return err
-				}
-				if out[i].ID, err = res.LastInsertId(); err != nil {
-					return err
-				}
-				continue
-			}
-			err := tx.QueryRowContext(ctx, insertUniqueSQL, insertArgs(j, now)...).Scan(&out[i].ID)
-			if !errors.Is(err, sql.ErrNoRows) {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
-				FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
-			if err != nil {
-				return err
-			}
-			out[i] = store.JobPushed{ID: held.ID, Existing: true, Job: held}
-		}
-		return nil
+		var err error
+		out, err = pushTx(ctx, tx, jobs, s.micros())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+	}
+	return out, nil
+}
+
+// pushTx is JobsPush inside the transaction tx, at now; the outbox
+// moves its rows with it.
+func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, now int64) ([]store.JobPushed, error) {
+	out := make([]store.JobPushed, len(jobs))
+	for i, j := range jobs {
+		if j.UniqueKey == "" {
+			res, err := tx.ExecContext(ctx, insertSQL, insertArgs(j, now)...)
+			if err != nil {
+				return nil, err
+			}
+			if out[i].ID, err = res.LastInsertId(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err := tx.QueryRowContext(ctx, insertUniqueSQL, insertArgs(j, now)...).Scan(&out[i].ID)
+		if !errors.Is(err, sql.ErrNoRows) {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		held, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.push_unique */ SELECT `+jobCols+`
+			FROM jobs WHERE queue_name = ? AND unique_key = ?`, j.Queue, j.UniqueKey))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = store.JobPushed{ID: held.ID, Existing: true, Job: held}
 	}
 	return out, nil
 }

@@ -1,0 +1,86 @@
+package outbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/enqueue"
+	"github.com/rowq/rowq/internal/outbox"
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
+)
+
+// setup starts a mover for node on st, stopped when the test ends.
+func setup(t *testing.T, st store.Store, node string) *outbox.Mover {
+	t.Helper()
+	enq := enqueue.New(enqueue.Config{Store: st})
+	t.Cleanup(func() { enq.Stop(context.Background()) })
+	m := outbox.New(outbox.Config{Store: st, Enqueue: enq, Node: node})
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	return m
+}
+
+// TestMover_OneMovesAndStopHandsOver starts two movers on one database,
+// their nodes registered as their dispatchers register them: the lowest
+// live node moves, the other waits; when its registration is deleted (as a
+// clean stop does), the other takes over within about a second (its next
+// look).
+func TestMover_OneMovesAndStopHandsOver(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		st := dbtest.Open(t, dialect)
+		ctx := t.Context()
+		if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "q"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"node-a", "node-b"} {
+			if err := st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: n, Host: n, TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first, second := setup(t, st, "node-a"), setup(t, st, "node-b")
+		testworker.WaitFor(t, 5*time.Second, "node-a moving", first.Moving)
+		time.Sleep(1500 * time.Millisecond) // more than one look of the other
+		if second.Moving() {
+			t.Fatal("node-b moves too, though node-a is live and lower")
+		}
+		url := "http://127.0.0.1:1/"
+		if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "cat", URL: &url}}); err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 5*time.Second, "the row moved", func() bool { return jobs(t, st) == 1 })
+
+		stopped := time.Now()
+		if err := first.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if first.Moving() {
+			t.Fatal("node-a moves after its Stop")
+		}
+		if err := st.NodeDelete(ctx, "node-a"); err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 2*time.Second, "the other mover taking over", second.Moving)
+		t.Logf("stop → the other mover moves after %v", time.Since(stopped).Round(time.Millisecond))
+		if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "cat", URL: &url}}); err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 5*time.Second, "the second row moved", func() bool { return jobs(t, st) == 2 })
+	})
+}
+
+func jobs(t *testing.T, st store.Store) int {
+	t.Helper()
+	js, err := st.JobsList(t.Context(), &store.JobsListParams{Queue: "q", Kind: store.JobsWaiting, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(js)
+}
