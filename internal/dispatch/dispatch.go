@@ -151,7 +151,15 @@ type Dispatcher struct {
 	session      store.NodeSession
 	sessionSince time.Time
 	noSession    bool
+
+	cluster atomic.Pointer[store.Cluster] // the live nodes as the last cycle read them
 }
+
+// LiveNodes returns the live nodes, with the queues each leads, as this
+// node's last leadership cycle read them (at most a refresh interval ago),
+// or nil before the first: for the services that elect one node among the
+// live ones (the outbox's mover), at no cost to the database.
+func (d *Dispatcher) LiveNodes() *store.Cluster { return d.cluster.Load() }
 
 // New returns a Dispatcher; Start runs it.
 func New(cfg Config) *Dispatcher {
@@ -230,6 +238,7 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 	if err == nil {
 		var c *store.Cluster
 		if c, err = d.cfg.Store.NodesLive(ctx); err == nil {
+			d.cluster.Store(c)
 			claim, yield = share(c, d.cfg.Node)
 		}
 	}

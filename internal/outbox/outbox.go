@@ -34,11 +34,17 @@ import (
 	"github.com/rowq/rowq/rowqtype"
 )
 
-// Store is what the mover needs of the database: the outbox, and the live
-// nodes, the lowest of which moves it.
+// Store is what the mover needs of the database: the outbox.
 type Store interface {
 	store.OutboxStore
-	NodesLive(ctx context.Context) (*store.Cluster, error)
+}
+
+// LiveNodes tells the live nodes, the lowest of which moves the outbox, as
+// this node last read them (*dispatch.Dispatcher reads them in each
+// leadership cycle), or nil before the first read. Asking costs the
+// database nothing.
+type LiveNodes interface {
+	LiveNodes() *store.Cluster
 }
 
 // Enqueuer is the enqueue service as the mover sees it
@@ -59,6 +65,8 @@ type Config struct {
 	// Node is this node's id, as registered by its dispatcher's
 	// heartbeat: the mover moves while it is the lowest live id.
 	Node string
+	// Nodes tells the live nodes.
+	Nodes LiveNodes
 	// WorkerURLs is the worker-URL policy jobs' URLs are checked
 	// against, as POST /job checks them.
 	WorkerURLs *egress.Policy
@@ -161,17 +169,10 @@ func (m *Mover) run(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}()
-	failing := false
 	for {
-		first, err := m.first(ctx)
-		switch {
-		case ctx.Err() != nil:
+		first := m.first()
+		if ctx.Err() != nil {
 			return
-		case err != nil && !failing:
-			m.log.Warn("look for the node that moves the outbox", "err", err)
-			failing = true
-		case err == nil:
-			failing = false
 		}
 		if first {
 			m.log.Info("moving the outbox")
@@ -192,12 +193,9 @@ func (m *Mover) run(ctx context.Context) {
 }
 
 // first reports whether this node is the lowest live node.
-func (m *Mover) first(ctx context.Context) (bool, error) {
-	c, err := m.cfg.Store.NodesLive(ctx)
-	if err != nil {
-		return false, err
-	}
-	return len(c.Nodes) > 0 && c.Nodes[0].ID == m.cfg.Node, nil
+func (m *Mover) first() bool {
+	c := m.cfg.Nodes.LiveNodes()
+	return c != nil && len(c.Nodes) > 0 && c.Nodes[0].ID == m.cfg.Node
 }
 
 // term moves the outbox while this node stays the lowest live node, or
@@ -222,15 +220,8 @@ func (m *Mover) term(ctx context.Context) {
 	failing := false
 	for {
 		if time.Now().After(checkAt) {
-			first, err := m.first(tctx)
-			switch {
-			case err == nil && !first:
+			if !m.first() {
 				return
-			case err != nil && !failing:
-				// Keep moving: a second mover could not move a row twice
-				// anyway. (One line per outage: the move fails too, and
-				// logs once.)
-				m.log.Warn("look for the node that moves the outbox", "err", err)
 			}
 			checkAt = time.Now().Add(m.cfg.CheckInterval)
 		}

@@ -12,12 +12,24 @@ import (
 	"github.com/rowq/rowq/internal/testworker"
 )
 
+// storeNodes reads the live nodes from the store at every ask, as a
+// dispatcher's leadership cycle would once a refresh interval.
+type storeNodes struct{ st store.Store }
+
+func (n storeNodes) LiveNodes() *store.Cluster {
+	c, err := n.st.NodesLive(context.Background())
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
 // setup starts a mover for node on st, stopped when the test ends.
 func setup(t *testing.T, st store.Store, node string) *outbox.Mover {
 	t.Helper()
 	enq := enqueue.New(enqueue.Config{Store: st})
 	t.Cleanup(func() { enq.Stop(context.Background()) })
-	m := outbox.New(outbox.Config{Store: st, Enqueue: enq, Node: node})
+	m := outbox.New(outbox.Config{Store: st, Enqueue: enq, Node: node, Nodes: storeNodes{st}})
 	if err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

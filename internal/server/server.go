@@ -249,9 +249,10 @@ func (s *Server) Start(ctx context.Context) error {
 		Enqueue:    enq,
 		Logger:     s.log,
 		Node:       cfg.NodeID,
+		Nodes:      disp,
 		WorkerURLs: s.workerURLs,
-		// The node's registration, which elects the mover, is refreshed
-		// at this interval too.
+		// The dispatcher reads the live nodes, which elect the mover, at
+		// this interval too.
 		CheckInterval: cfg.ConfigRefreshInterval,
 	})
 	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
