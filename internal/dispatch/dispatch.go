@@ -69,6 +69,10 @@ type Config struct {
 	WorkerURLs *egress.Policy
 	// Signer signs deliveries (Standard Webhooks); nil signs none.
 	Signer *signing.Signer
+	// LeaseKey signs the lease tokens of deliveries (lease.go); every node
+	// of a database must have the same. Empty: a random key, whose tokens
+	// only this node verifies.
+	LeaseKey []byte
 	// RefreshInterval is how often the node heartbeats, claims queues and
 	// reloads queue settings (1s).
 	RefreshInterval time.Duration
@@ -111,6 +115,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(c.LeaseKey) == 0 {
+		c.LeaseKey = newLeaseKey()
 	}
 }
 
@@ -195,6 +202,7 @@ func (d *Dispatcher) loop() {
 	defer close(d.loopDone)
 	t := time.NewTicker(d.cfg.RefreshInterval)
 	defer t.Stop()
+	var lastPurge time.Time
 	for {
 		select {
 		case <-d.stop:
@@ -205,6 +213,10 @@ func (d *Dispatcher) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
 		d.cycle(ctx)
 		cancel()
+		if time.Since(lastPurge) >= time.Minute {
+			lastPurge = time.Now()
+			d.purgeResults()
+		}
 	}
 }
 
