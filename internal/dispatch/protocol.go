@@ -175,10 +175,12 @@ func acceptedResponse(code int, body []byte) Result {
 	var r struct {
 		Lease *float64 `json:"lease"`
 	}
-	_ = json.Unmarshal(body, &r) // the body parsed once already; a wrong type leaves Lease nil
+	err := json.Unmarshal(body, &r)
 	switch {
 	case code/100 != 2:
 		return Result{Status: StatusFailure, Code: code, Message: fmt.Sprintf("worker answered accepted with HTTP %d: an accepted answer must be 2xx", code)}
+	case err != nil:
+		return Result{Status: StatusFailure, Code: code, Message: "worker answered accepted with a lease that is not a number: lease must be 1..86400 seconds"}
 	case r.Lease == nil:
 		return Result{Status: StatusFailure, Code: code, Message: "worker answered accepted without a lease: lease must be 1..86400 seconds"}
 	case *r.Lease < 1 || *r.Lease > MaxLease.Seconds():
