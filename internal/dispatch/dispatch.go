@@ -15,7 +15,8 @@
 // Files: dispatch.go the Dispatcher and its leadership cycle; runner.go a
 // queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
 // ahead of free slots; deliver.go a slot's deliveries and their outcome;
-// protocol.go the HTTP request to a worker and its answer; backoff.go
+// protocol.go the HTTP request to a worker and its answer; lease.go
+// accepted jobs: lease tokens, heartbeats, completions, expiry; backoff.go
 // retry delays; throttle.go max_dispatches_per_second; probe.go the
 // prober of parked queues.
 //
