@@ -458,10 +458,10 @@ func moveToFailed(ctx context.Context, tx *sql.Tx, j *store.Job, now time.Time, 
 	f.UniqueKey = "" // the key frees when the job leaves the jobs table
 	res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
 		(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
-		 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, grabs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt,
-		f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter)
+		f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter, j.Grabs)
 	if err != nil {
 		return nil, err
 	}

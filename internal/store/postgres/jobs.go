@@ -226,11 +226,11 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
-			RETURNING id, queue_name, category, url, payload, fail_count, created_at,
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at,
+		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
 			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)

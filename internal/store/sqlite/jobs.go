@@ -209,9 +209,9 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	var f *store.FailedJob
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
-			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at,
+			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
 			FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?
 			RETURNING `+failedCols, p.Status, p.Code, p.Message, s.micros(), p.ID, p.Node)

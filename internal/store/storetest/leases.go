@@ -130,6 +130,16 @@ func testLeasesFinish(t *testing.T, s store.Store) {
 	if st := must(s.JobResult(ctx, j.ID, 2))(t); st != "permanent-failure" {
 		t.Fatalf("JobResult = %q", st)
 	}
+	// A retry from the failure log keeps the grab count, so the job's next
+	// delivery is grab 3, not grab 1 of its first life again.
+	back := must(s.FailedJobRetry(ctx, "r", failed[0].ID))(t)
+	if back.Grabs != 2 {
+		t.Fatalf("retried from the failure log: Grabs = %d, want 2", back.Grabs)
+	}
+	again = must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "r", Node: "n2", Limit: 1, Lease: time.Minute}))(t)
+	if len(again) != 1 || again[0].Grabs != 3 {
+		t.Fatalf("grab after the retry from the failure log = %+v, want grab 3", again)
+	}
 }
 
 func testLeasesExpired(t *testing.T, s store.Store) {

@@ -20,3 +20,8 @@ CREATE TABLE job_results (
     PRIMARY KEY (job_id, grabs)
 );
 CREATE INDEX job_results_created ON job_results (created_at);
+
+-- A failed job keeps its grab count, and a retry from the failure log
+-- restores it, so that the lease tokens of the job's next deliveries are
+-- new, not those of its first life again.
+ALTER TABLE failed_jobs ADD COLUMN grabs integer NOT NULL DEFAULT 0;
