@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -701,17 +702,21 @@ func jobsDueSQL(n int) string {
 			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
 }
 
-// jobsExpiredSQL names the queues, of n given, that hold an expired grab
-// (grabExpired) or an expired lease; a queue's grabs, its deliveries in
-// flight, are few: its range of jobs_fetch (queue_name, state, …), as are
-// its leases (the accepted jobs: another range).
+// jobsExpiredSQL names the queues, of n given (twice: once for each half
+// of the UNION), that hold an expired grab (grabExpired) or an expired
+// lease. A queue's grabs, its deliveries in flight, are few: its range of
+// jobs_fetch (queue_name, state, …), as are its leases (the accepted jobs:
+// another range). Each half keeps its own plan; one OR of two EXISTS made
+// the server scan nodes whole instead of probing it by key.
 func jobsExpiredSQL(n int) string {
 	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
-		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND (EXISTS (
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
 			SELECT 1 FROM jobs FORCE INDEX (jobs_fetch)
-			WHERE jobs.queue_name = q.name AND jobs.state = 'grabbed' AND ` + grabExpired + `) OR EXISTS (
+			WHERE jobs.queue_name = q.name AND jobs.state = 'grabbed' AND ` + grabExpired + `)
+		UNION SELECT q.name FROM queues q
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
 			SELECT 1 FROM jobs FORCE INDEX (jobs_fetch)
-			WHERE jobs.queue_name = q.name AND jobs.state = 'leased' AND jobs.grabbed_until < NOW(6)))`
+			WHERE jobs.queue_name = q.name AND jobs.state = 'leased' AND jobs.grabbed_until < NOW(6))`
 }
 
 // JobsDue returns those of queues that hold a waiting job due now.
@@ -723,9 +728,9 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 	return due, nil
 }
 
-// JobsExpired returns those of queues that hold an expired grab.
+// JobsExpired returns those of queues that hold an expired grab or lease.
 func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
-	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	expired, err := s.queueNames(ctx, func(n int) string { return jobsExpiredSQL(n / 2) }, slices.Concat(queues, queues))
 	if err != nil {
 		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
 	}
