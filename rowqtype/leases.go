@@ -48,11 +48,14 @@ const (
 	LeaseLost = "lease_lost"
 	// LeaseCompleted: this delivery was completed with another result.
 	LeaseCompleted = "completed"
+	// LeaseCancelled: the job was cancelled (POST
+	// /queue/{name}/job/{id}/cancel).
+	LeaseCancelled = "cancelled"
 )
 
 // LeaseConflict is the 409 answer of a heartbeat or completion whose
 // lease is no longer held: the worker should stop working on the job.
 type LeaseConflict struct {
 	Error  string `json:"error"`
-	Reason string `json:"reason"` // LeaseLost or LeaseCompleted
+	Reason string `json:"reason"` // LeaseLost, LeaseCompleted or LeaseCancelled
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -55,12 +56,22 @@ func (r *runner) process(j *store.Job) {
 	d.cfg.Stats.Busy(r.name, 1)
 	defer d.cfg.Stats.Busy(r.name, -1)
 	began := time.Now()
-	res := deliver(d.deliverCtx, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
+	ctx, cancel := context.WithCancelCause(d.deliverCtx)
+	dl := &delivery{cancel: cancel}
+	d.deliveries.Store(j.ID, dl)
+	res := deliver(ctx, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
+	d.deliveries.CompareAndDelete(j.ID, dl)
+	aborted := errors.Is(context.Cause(ctx), errCancelled)
+	cancel(nil)
 	elapsed := time.Since(began)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again
 	}
 	log := r.log.With("job_id", j.ID)
+	if aborted {
+		log.Debug("delivery aborted: the job was cancelled")
+		return // the cancel removed the job
+	}
 	var err error
 	outcome := stats.PermanentFailure
 	switch {

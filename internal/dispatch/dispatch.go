@@ -133,6 +133,10 @@ type Dispatcher struct {
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[int64, struct{}]
 
+	// deliveries holds the deliveries running on this node, by job id
+	// (*delivery), so that a cancelled job's request can be aborted.
+	deliveries sync.Map
+
 	mu      sync.Mutex
 	runners map[string]*runner
 	retired sync.WaitGroup // runners stopped but still finishing deliveries

@@ -68,12 +68,14 @@ const (
 	// LeaseCompleted: the delivery was already completed with another
 	// result.
 	LeaseCompleted = "completed"
+	// LeaseCancelled: the job was cancelled.
+	LeaseCancelled = "cancelled"
 )
 
 // LeaseError refuses a heartbeat or a completion: the worker should stop
 // working on the job (HTTP 409).
 type LeaseError struct {
-	Reason string // LeaseLost or LeaseCompleted
+	Reason string // LeaseLost, LeaseCompleted or LeaseCancelled
 	Msg    string
 }
 
@@ -232,12 +234,14 @@ func (d *Dispatcher) failOutcome(p *store.JobFinishParams, j *store.Job, status 
 }
 
 // whyNotHeld explains why grab grabs of job id does not hold it: a
-// completion with status that was recorded answers nil (the same
-// completion again), another result LeaseCompleted, anything else
-// LeaseLost.
+// cancelled job LeaseCancelled, a completion with status that was recorded
+// answers nil (the same completion again), another result LeaseCompleted,
+// anything else LeaseLost.
 func (d *Dispatcher) whyNotHeld(ctx context.Context, id int64, grabs int, status string) error {
 	got, err := d.cfg.Store.JobResult(ctx, id, grabs)
 	switch {
+	case err == nil && got == store.ResultCancelled:
+		return &LeaseError{Reason: LeaseCancelled, Msg: fmt.Sprintf("job %d was cancelled", id)}
 	case err == nil && status != "" && got == status:
 		return nil
 	case err == nil:
@@ -291,6 +295,43 @@ func (r *runner) expireLeases() {
 	if retried {
 		r.nudge() // a retry without delay is due now
 	}
+}
+
+// delivery is a delivery running on this node (Dispatcher.deliveries).
+type delivery struct {
+	cancel context.CancelCauseFunc
+}
+
+// errCancelled is the cause of a delivery aborted because its job was
+// cancelled.
+var errCancelled = errors.New("job cancelled")
+
+// JobCancelled tells that a job of queue was cancelled (the cancel has
+// committed, and removed the job): it is counted, and if a node held it
+// (node, the job's grabbed_by while its delivery may run), that delivery
+// is aborted: here, or through a nudge to the queue's leader, which is the
+// node that delivers the queue's jobs but for the moments after a change
+// of leadership.
+func (d *Dispatcher) JobCancelled(queue string, id int64, node string) {
+	d.cfg.Stats.Cancelled(queue)
+	switch {
+	case node == "":
+	case node == d.cfg.Node:
+		d.Abort(id)
+	case d.cfg.Nudger != nil:
+		d.cfg.Nudger.Cancel(queue, id)
+	}
+}
+
+// Abort aborts the delivery of job id if it runs on this node, and
+// reports whether it did. The job must be gone (cancelled): the aborted
+// delivery records no outcome.
+func (d *Dispatcher) Abort(id int64) bool {
+	v, ok := d.deliveries.Load(id)
+	if ok {
+		v.(*delivery).cancel(errCancelled)
+	}
+	return ok
 }
 
 // purgeResults deletes the completion results older than resultsKept.

@@ -45,6 +45,13 @@ type Dispatcher interface {
 	// LeaseQueue returns the queue of the job a lease token holds, "" if
 	// none.
 	LeaseQueue(ctx context.Context, id int64, token string) (string, error)
+	// JobCancelled tells that a job was cancelled (committed): it is
+	// counted, and its delivery, if one runs (node: the job's holder),
+	// aborted.
+	JobCancelled(queue string, id int64, node string)
+	// Abort aborts the delivery of a cancelled job if it runs on this
+	// node (a nudge from the node that cancelled it).
+	Abort(id int64) bool
 }
 
 // Scheduler is the node's schedule loop as the API sees it
@@ -158,6 +165,7 @@ func (a *API) routes() {
 	a.handle("GET /queue/{name}/deferred", need(byQueue, read), a.listJobs(store.JobsDeferred))
 	a.handle("GET /queue/{name}/job/{id}", need(byQueue, read), a.getJob)
 	a.handle("DELETE /queue/{name}/job/{id}", need(byQueue, admin), a.deleteJob)
+	a.handle("POST /queue/{name}/job/{id}/cancel", need(byQueue, admin), a.cancelJob)
 	a.handle("GET /queue/{name}/failed", need(byQueue, read), a.listFailed)
 	a.handle("GET /queue/{name}/failed/{id}", need(byQueue, read), a.getFailed)
 	a.handle("DELETE /queue/{name}/failed/{id}", need(byQueue, admin), a.deleteFailed)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -146,4 +147,32 @@ func leaseError(err error) error {
 		return errorf(http.StatusBadRequest, "lease_token: %v", err)
 	}
 	return err
+}
+
+// cancelJob answers POST /queue/{name}/job/{id}/cancel: the job is
+// removed whatever its state; a worker holding it learns from its next
+// heartbeat or completion (409 "cancelled"), and a delivery in flight is
+// aborted. It answers the job as it was.
+func (a *API) cancelJob(r *http.Request) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		return nil, err
+	}
+	queue, err := a.existingQueue(r.Context(), r)
+	if err != nil {
+		return nil, err
+	}
+	j, err := a.cfg.Store.JobCancel(r.Context(), queue, id)
+	if err != nil {
+		return nil, notFound(err, "queue %q has no job %d", queue, id)
+	}
+	node := ""
+	if j.State == store.StateGrabbed {
+		node = j.GrabbedBy // a delivery may run there
+	}
+	a.cfg.Dispatcher.JobCancelled(queue, id, node)
+	return toJobJSON(j), nil
 }

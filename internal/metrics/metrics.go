@@ -93,6 +93,7 @@ func newQueueCollector(cfg Config) *queueCollector {
 			m("failures_total", "Deliveries that did not succeed, retried or not.", counter, func(q *store.QueueStats) float64 { return float64(q.Failures) }),
 			m("permanent_failures_total", "Jobs moved to the failure log.", counter, func(q *store.QueueStats) float64 { return float64(q.PermanentFailures) }),
 			m("completes_total", "Jobs finished: successes and permanent failures.", counter, func(q *store.QueueStats) float64 { return float64(q.Completes) }),
+			m("cancels_total", "Jobs cancelled.", counter, func(q *store.QueueStats) float64 { return float64(q.Cancels) }),
 			m("delivery_seconds_total", "Time spent in deliveries.", counter, func(q *store.QueueStats) float64 { return float64(q.ElapsedMs) / 1000 }),
 			m("outstanding_jobs", "Jobs stored in the queue: waiting, deferred or grabbed.", gauge, func(q *store.QueueStats) float64 { return float64(q.Outstanding) }),
 			m("busy_workers", "Deliveries in flight.", gauge, func(q *store.QueueStats) float64 { return float64(q.BusyWorkers) }),

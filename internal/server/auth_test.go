@@ -45,6 +45,7 @@ var routeDecisions = map[string]routeAuth{
 
 	"POST /job/{category}": {scopes: "enqueue"}, "POST /jobs": {scopes: "enqueue"},
 	"POST /job/{id}/heartbeat": {scopes: "work"}, "POST /job/{id}/complete": {scopes: "work"},
+	"POST /queue/{name}/job/{id}/cancel": {scopes: "admin"},
 
 	"GET /queues": {scopes: "read"}, "GET /queue/{name}": {scopes: "read"}, "GET /queue/{name}/node": {scopes: "read"},
 	"GET /routings": {scopes: "read"}, "GET /routing/{category}": {scopes: "read"},

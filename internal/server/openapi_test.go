@@ -275,6 +275,12 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/job/"+id+"/complete", `{"lease_token":"`+tok+`","status":"failure"}`, 409)
 		c.call("POST", "/job/"+id+"/heartbeat", `{"lease_token":"`+tok+`","lease":10}`, 409)
 		c.call("POST", "/job/"+id+"/complete", `{"lease_token":"`+tok+`","status":"done"}`, 400)
+		// Cancellation.
+		var later struct{ ID int64 }
+		json.Unmarshal(c.call("POST", "/job/c", jobBody("cancel-me", `,"run_after":3600`), 200), &later)
+		c.call("POST", fmt.Sprintf("/queue/q/job/%d/cancel", later.ID), "", 200)
+		c.call("POST", fmt.Sprintf("/queue/q/job/%d/cancel", later.ID), "", 404)
+		c.call("POST", "/queue/q/job/x/cancel", "", 400)
 		c.call("POST", "/queue/q2/pause", "", 200)
 		c.call("POST", "/queue/q2/resume", "", 200)
 		testworker.WaitFor(t, 30*time.Second, "a leader", func() bool {
@@ -290,6 +296,8 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/queue/q/wake", `{"settings":"yes"}`, 400)
 		c.call("POST", "/queue/-%20/wake", "", 400)
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
+		c.call("POST", "/queue/q/wake", `{"cancel":123456}`, 200)
+		c.call("POST", "/queue/q/wake", `{"cancel":-1}`, 400)
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/ui", "", 200)
 		c.call("GET", "/ui/queue/q", "", 200)

@@ -89,6 +89,12 @@ type JobStore interface {
 	// JobResultsPurge deletes the results recorded more than age ago and
 	// returns how many.
 	JobResultsPurge(ctx context.Context, age time.Duration) (int64, error)
+	// JobCancel removes a job of the queue, whatever its state, and
+	// returns it as it was, or ErrNotFound. A job that was grabbed or
+	// leased also gets the result ResultCancelled for its grab (JobResult),
+	// so that its worker's next heartbeat or completion learns why; its
+	// delivery's outcome, if it still comes, finds no job to write.
+	JobCancel(ctx context.Context, queue string, id int64) (*Job, error)
 	// JobsLeaseExpired returns up to p.Limit jobs of p.Queue whose lease
 	// has run out (StateLeased, grabbed_until passed), in any order. It
 	// locks nothing; JobFinish with Expired decides.

@@ -15,6 +15,10 @@ import "time"
 // failure (JobsLeaseExpired, JobFinish).
 const StateLeased = "leased"
 
+// ResultCancelled is the result JobCancel records for the grab of a job
+// it cancelled while grabbed or leased.
+const ResultCancelled = "cancelled"
+
 // Outcomes of JobFinish.
 const (
 	// FinishDelete deletes the job (success).

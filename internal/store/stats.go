@@ -32,6 +32,7 @@ type StatsCounters struct {
 	PermanentFailures int64 // jobs moved to the failure log
 	Completes         int64 // jobs finished: successes + permanent failures
 	ElapsedMs         int64 // time spent in deliveries, milliseconds
+	Cancels           int64 // jobs cancelled (POST /queue/{name}/job/{id}/cancel)
 }
 
 // Add adds d to c.
@@ -43,6 +44,7 @@ func (c *StatsCounters) Add(d *StatsCounters) {
 	c.PermanentFailures += d.PermanentFailures
 	c.Completes += d.Completes
 	c.ElapsedMs += d.ElapsedMs
+	c.Cancels += d.Cancels
 }
 
 // IsZero reports whether every counter is zero.

@@ -140,3 +140,33 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	}
 	return jobs, nil
 }
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one short transaction.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	var j *store.Job
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`
+				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ?`, id); err != nil {
+				return err
+			}
+			if j.State == store.StateWaiting {
+				return nil
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
+				VALUES (?, ?, ?, NOW(6)) ON DUPLICATE KEY UPDATE status = VALUES(status), created_at = VALUES(created_at)`,
+				id, j.Grabs, store.ResultCancelled)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}

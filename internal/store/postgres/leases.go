@@ -117,3 +117,19 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	}
 	return jobs, nil
 }
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one statement.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:jobs.cancel */ WITH d AS (
+			DELETE FROM jobs WHERE id = $1 AND queue_name = $2 RETURNING `+jobCols+`),
+		r AS (
+			INSERT INTO job_results (job_id, grabs, status, created_at)
+			SELECT id, grabs, $3, now() FROM d WHERE state <> 'waiting'
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
+		SELECT `+jobCols+` FROM d`, id, queue, store.ResultCancelled)
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}

@@ -122,3 +122,24 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	}
 	return jobs, nil
 }
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one transaction.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	var j *store.Job
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
+		if err != nil || j.State == store.StateWaiting {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at`,
+			id, j.Grabs, store.ResultCancelled, s.micros())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ var leaseTests = []conformanceTest{
 	{"Leases_FinishRecordsResult", testLeasesFinish},
 	{"Leases_ExpiredLease", testLeasesExpired},
 	{"Leases_ResultsPurge", testLeasesPurge},
+	{"Leases_Cancel", testLeasesCancel},
+	{"Leases_CancelRacesFinish", testLeasesCancelRace},
 }
 
 // grabOne inserts one job with maxRetries into queue q and grabs it for
@@ -185,5 +189,93 @@ func testLeasesPurge(t *testing.T, s store.Store) {
 	}
 	if _, err := s.JobResult(ctx, j.ID, 1); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("purged result still there: %v", err)
+	}
+}
+
+func testLeasesCancel(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	// A waiting job is removed, and nothing is recorded.
+	waiting := insert(t, s, "q", 1, time.Hour)[0]
+	if _, err := s.JobCancel(ctx, "other", waiting); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("JobCancel in another queue: err = %v", err)
+	}
+	if j := must(s.JobCancel(ctx, "q", waiting))(t); j.ID != waiting || j.State != store.StateWaiting {
+		t.Fatalf("JobCancel of a deferred job returned %+v", j)
+	}
+	if _, err := s.JobGet(ctx, "q", waiting); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancelled job still there: %v", err)
+	}
+	if _, err := s.JobCancel(ctx, "q", waiting); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second JobCancel: err = %v", err)
+	}
+	// A leased job is removed, and its grab's result says cancelled: its
+	// worker's next heartbeat or completion finds no lease and that result.
+	j := grabOne(t, s, "r", 3)
+	must(s.JobLease(ctx, &store.JobLeaseParams{ID: j.ID, Grabs: 1, Lease: time.Hour}))(t)
+	if got := must(s.JobCancel(ctx, "r", j.ID))(t); got.State != store.StateLeased || got.Grabs != 1 || got.GrabbedBy != "n1" {
+		t.Fatalf("JobCancel of a leased job returned %+v", got)
+	}
+	if _, err := s.JobLease(ctx, &store.JobLeaseParams{ID: j.ID, Grabs: 1, Lease: time.Hour}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("JobLease after the cancel: err = %v", err)
+	}
+	if _, err := s.JobFinish(ctx, &store.JobFinishParams{ID: j.ID, Grabs: 1, Outcome: store.FinishRetry, Status: "failure"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("JobFinish after the cancel: err = %v", err)
+	}
+	if st := must(s.JobResult(ctx, j.ID, 1))(t); st != store.ResultCancelled {
+		t.Fatalf("JobResult after the cancel = %q", st)
+	}
+	// A grabbed job (a delivery in flight) likewise; the node's
+	// acknowledgement finds nothing.
+	g := grabOne(t, s, "g", 0)
+	if got := must(s.JobCancel(ctx, "g", g.ID))(t); got.State != store.StateGrabbed {
+		t.Fatalf("JobCancel of a grabbed job returned %+v", got)
+	}
+	if n := must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: []int64{g.ID}}))(t); n != 0 {
+		t.Fatalf("the node acknowledged a cancelled job")
+	}
+	if st := must(s.JobResult(ctx, g.ID, 1))(t); st != store.ResultCancelled {
+		t.Fatalf("JobResult of the cancelled delivery = %q", st)
+	}
+}
+
+// testLeasesCancelRace cancels leased jobs while their workers complete
+// them: for each job exactly one of the two takes effect.
+func testLeasesCancelRace(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	const n = 20
+	var jobs []*store.Job
+	for range n {
+		j := grabOne(t, s, "q", 0)
+		must(s.JobLease(ctx, &store.JobLeaseParams{ID: j.ID, Grabs: j.Grabs, Lease: time.Hour}))(t)
+		jobs = append(jobs, j)
+	}
+	var wg sync.WaitGroup
+	cancelled := make([]error, n)
+	finished := make([]error, n)
+	for i, j := range jobs {
+		wg.Go(func() { _, cancelled[i] = s.JobCancel(ctx, "q", j.ID) })
+		wg.Go(func() {
+			_, finished[i] = s.JobFinish(ctx, &store.JobFinishParams{ID: j.ID, Grabs: j.Grabs, Outcome: store.FinishDelete, Status: "success"})
+		})
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		c, f := cancelled[i], finished[i]
+		if c != nil && !errors.Is(c, store.ErrNotFound) || f != nil && !errors.Is(f, store.ErrNotFound) {
+			t.Fatalf("job %d: cancel %v, finish %v", j.ID, c, f)
+		}
+		if (c == nil) == (f == nil) {
+			t.Fatalf("job %d: cancel err %v and finish err %v: want exactly one to take effect", j.ID, c, f)
+		}
+		want := "success"
+		if c == nil {
+			want = store.ResultCancelled
+		}
+		if st := must(s.JobResult(ctx, j.ID, j.Grabs))(t); st != want {
+			t.Fatalf("job %d: result %q, want %q", j.ID, st, want)
+		}
+	}
+	if left := must(s.JobsList(ctx, &store.JobsListParams{Queue: "q", Kind: store.JobsWaiting, Limit: 10}))(t); len(left) != 0 {
+		t.Fatalf("jobs left: %v", fmt.Sprint(jobIDs(left)))
 	}
 }

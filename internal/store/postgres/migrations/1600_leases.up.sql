@@ -25,3 +25,7 @@ CREATE INDEX job_results_created ON job_results (created_at);
 -- restores it, so that the lease tokens of the job's next deliveries are
 -- new, not those of its first life again.
 ALTER TABLE failed_jobs ADD COLUMN grabs integer NOT NULL DEFAULT 0;
+
+-- Jobs cancelled (POST /queue/{name}/job/{id}/cancel), counted per node as
+-- the other outcomes are.
+ALTER TABLE queue_stats ADD COLUMN cancels bigint NOT NULL DEFAULT 0;
