@@ -136,6 +136,8 @@ type Dispatcher struct {
 	// deliveries holds the deliveries running on this node, by job id
 	// (*delivery), so that a cancelled job's request can be aborted.
 	deliveries sync.Map
+	// macs pools the HMACs of lease tokens (lease.go).
+	macs sync.Pool
 
 	mu      sync.Mutex
 	runners map[string]*runner

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -100,8 +101,15 @@ func (d *Dispatcher) leaseToken(id int64, grabs int) string {
 	return string(base64.RawURLEncoding.AppendEncode(b, d.leaseMAC(id, grabs)))
 }
 
+// leaseMAC is the signature of grab grabs of job id: every delivery
+// computes one, so the HMACs are pooled rather than made anew.
 func (d *Dispatcher) leaseMAC(id int64, grabs int) []byte {
-	m := hmac.New(sha256.New, d.cfg.LeaseKey)
+	m, _ := d.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, d.cfg.LeaseKey)
+	}
+	defer d.macs.Put(m)
+	m.Reset()
 	var b [48]byte
 	msg := append(b[:0], "rowq-lease:"...)
 	msg = strconv.AppendInt(msg, id, 10)
