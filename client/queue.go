@@ -50,6 +50,16 @@ func (c *Client) QueueNode(ctx context.Context, name string) (*rowqtype.Node, er
 	return &out, nil
 }
 
+// Nodes lists the live nodes and how many queues each dispatches
+// (GET /nodes).
+func (c *Client) Nodes(ctx context.Context) (*rowqtype.Nodes, error) {
+	var out rowqtype.Nodes
+	if err := c.Do(ctx, http.MethodGet, "/nodes", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Routings lists every routing (GET /routings).
 func (c *Client) Routings(ctx context.Context) ([]*rowqtype.Routing, error) {
 	var out []*rowqtype.Routing

@@ -1,5 +1,7 @@
 package rowqtype
 
+import "time"
+
 // Queue is a queue's settings, as the queue endpoints answer them.
 type Queue struct {
 	Name            string `json:"name"`
@@ -28,6 +30,24 @@ type QueueRequest struct {
 type Node struct {
 	ID   string `json:"id"`
 	Host string `json:"host"`
+}
+
+// Nodes is the answer of GET /nodes: the live rowq nodes of the database,
+// ordered by id, and the queues they share.
+type Nodes struct {
+	Nodes []LiveNode `json:"nodes"`
+	// Queues counts every queue, led or not: those no node leads are
+	// between a node's death or a move and the next claim.
+	Queues int `json:"queues"`
+}
+
+// LiveNode is a live rowq node and the number of queues it dispatches.
+type LiveNode struct {
+	ID        string    `json:"id"`
+	Host      string    `json:"host"`
+	StartedAt time.Time `json:"started_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Queues    int       `json:"queues"`
 }
 
 // WakeRequest is the optional body of POST /queue/{name}/wake, the nudge

@@ -6,7 +6,8 @@
 //
 // A test starts one browser (New) and opens a tab per page or per subtest
 // (Tab, or Incognito for cookies of its own); Do and Get run chromedp
-// actions in a tab and fail the test on error.
+// actions in a tab and fail the test on error. A tab of a test that failed
+// is kept as a screenshot in ArtifactsDir, whose path the test logs.
 package browsertest
 
 import (
@@ -16,6 +17,8 @@ import (
 	"encoding/base64"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -87,13 +90,50 @@ func open(t testing.TB, ctx context.Context, what string) {
 }
 
 // Tab opens a new tab in the browser of ctx (from New) and closes it when
-// the test ends. Tabs of one browser share its cookies.
+// the test ends; if the test failed, a screenshot of the tab is kept
+// first (ArtifactsDir). Tabs of one browser share its cookies.
 func Tab(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	t.Cleanup(cancel)
 	open(t, tab, "open a tab")
+	t.Cleanup(func() { screenshotIfFailed(t, tab) })
 	return tab
+}
+
+// ArtifactsDir is where a failed test keeps the screenshots of its tabs:
+// $ROWQ_TEST_ARTIFACTS, else rowq-test-artifacts under os.TempDir().
+// CI (.ci/run) lists it at the end when it is not empty.
+func ArtifactsDir() string {
+	if d := os.Getenv("ROWQ_TEST_ARTIFACTS"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "rowq-test-artifacts")
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// screenshotIfFailed saves a PNG of what the tab shows into ArtifactsDir
+// if the test failed, and logs its path.
+func screenshotIfFailed(t testing.TB, tab context.Context) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.MkdirAll(ArtifactsDir(), 0o755)
+	}
+	name := filepath.Join(ArtifactsDir(), unsafeName.ReplaceAllString(t.Name(), "_")+"-"+time.Now().UTC().Format("150405.000")+".png")
+	if err == nil {
+		err = os.WriteFile(name, png, 0o644)
+	}
+	if err != nil {
+		t.Logf("browsertest: no screenshot of the failing tab: %v", err)
+		return
+	}
+	t.Logf("browsertest: screenshot of the failing tab: %s", name)
 }
 
 // Incognito opens a tab in a browser context of its own, whose cookies and
@@ -103,6 +143,7 @@ func Incognito(t testing.TB, ctx context.Context) context.Context {
 	tab, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	open(t, tab, "open an incognito tab")
+	t.Cleanup(func() { screenshotIfFailed(t, tab) })
 	return tab
 }
 

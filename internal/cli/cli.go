@@ -33,13 +33,14 @@ var commands = []command{
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
 	{"chaos", "[flags]", "kill, stop and starve nodes under load; count lost and doubled jobs (rowq chaos -h)", chaosCmd},
-	{"queue", "VERB", "queues on a server: ls get put rm pause resume node stats", queueCmd},
+	{"queue", "VERB", "queues on a server: ls get put rm pause resume node nodes stats", queueCmd},
 	{"routing", "VERB", "routings on a server: ls get put rm", routingCmd},
 	{"job", "VERB", "jobs on a server: push push-batch ls get rm", jobCmd},
 	{"failed", "VERB", "a queue's failure log on a server: ls get rm retry purge", failedCmd},
 	{"lock", "run|get|ls|release", "hold a lock around a command; show and release locks", lockCmd},
 	{"schedule", "COMMAND [NAME]", "cron schedules: ls, get, put, rm, pause, resume, trigger, runs", scheduleCmd},
 	{"stats", "[QUEUE]", "queue statistics on a server (rowq queue stats)", statsCmd},
+	{"nodes", "", "the live nodes and how many queues each dispatches (rowq queue nodes)", nodesCmd},
 	{"token", "create|ls|revoke", "API tokens, in the database (no server needed)", tokenCmd},
 }
 

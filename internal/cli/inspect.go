@@ -216,6 +216,18 @@ var queueSubs = []subcommand{
 			fmt.Fprintf(w, "%s\t%s\n", n.ID, n.Host)
 		})
 	}},
+	{"nodes", "", "list the live nodes and how many queues each dispatches", simple(0, "no arguments", func(ctx context.Context, c *client.Client, _ []string) (any, func(io.Writer), error) {
+		ns, err := c.Nodes(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ns, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tHOST\tQUEUES\tSTARTED")
+			for _, n := range ns.Nodes {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", n.ID, n.Host, n.Queues, n.StartedAt.UTC().Format(time.RFC3339))
+			}
+		}, nil
+	})},
 	{"pause", "NAME", "stop dispatching a queue's jobs (it still accepts jobs)", queuePauseVerb(true)},
 	{"resume", "NAME", "dispatch a paused queue's jobs again", queuePauseVerb(false)},
 	{"stats", "[NAME]", "show statistics of one queue or all", func(s *session, args []string) error {
@@ -267,6 +279,11 @@ func queueTable(q *rowqtype.Queue) func(w io.Writer) {
 }
 
 // statsCmd is `rowq stats [QUEUE]`, short for `rowq queue stats`.
+// nodesCmd is `rowq nodes`, short for `rowq queue nodes`.
+func nodesCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("queue", queueSubs, append([]string{"nodes"}, args...), stdout, stderr)
+}
+
 func statsCmd(args []string, stdout, stderr io.Writer) error {
 	return dispatchSub("queue", queueSubs, append([]string{"stats"}, args...), stdout, stderr)
 }

@@ -111,6 +111,9 @@ func TestClientCommands(t *testing.T) {
 		code, _, _ := run(t, srv, "queue", "node", "q")
 		return code == 0
 	})
+	if out := mustRun(t, srv, "nodes"); !strings.Contains(out, "QUEUES") || !strings.Contains(out, "\t1\t") && !strings.Contains(out, " 1 ") {
+		t.Errorf("nodes table (one node leading the one queue):\n%s", out)
+	}
 	mustRun(t, srv, "job", "rm", "q", jsonInt(pushed.ID))
 	if code, _, errb := run(t, srv, "job", "get", "q", jsonInt(pushed.ID)); code != 1 || !strings.Contains(errb, "404") {
 		t.Errorf("job get of a deleted job: exit %d, %s", code, errb)

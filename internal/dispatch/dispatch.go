@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,8 +229,9 @@ func (d *Dispatcher) loop() {
 }
 
 // cycle holds the node's database session, heartbeats, reaps the nodes
-// whose session ended (session.go), claims free queues and starts or stops
-// runners to match the queues this node leads.
+// whose session ended (session.go), claims free queues up to its share or
+// yields queues beyond it (spread.go), and starts or stops runners to match
+// the queues this node leads.
 func (d *Dispatcher) cycle(ctx context.Context) error {
 	d.mu.Lock()
 	pauses := d.pauses
@@ -243,8 +245,15 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		d.lastBeat.Store(time.Now().UnixNano())
 		err = d.reap(ctx)
 	}
+	var claim, yield int
 	if err == nil {
-		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node})
+		var c *store.Cluster
+		if c, err = d.cfg.Store.NodesLive(ctx); err == nil {
+			claim, yield = share(c, d.cfg.Node)
+		}
+	}
+	if err == nil && claim > 0 {
+		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node, Limit: claim})
 	}
 	var led []*store.Queue
 	if err == nil {
@@ -266,7 +275,26 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		d.log.Info("leadership refresh recovered")
 		d.healthy = true
 	}
+	var yielded []string
+	if yield > 0 {
+		// The runners stop grabbing before the queues are given up, so the
+		// next leader's runner and this one do not both grab (a grab is
+		// atomic, so they could not take the same job anyway). Deliveries
+		// in flight finish here; they stay grabbed by this node.
+		d.mu.Lock()
+		yielded = d.toYield(led, yield)
+		d.mu.Unlock()
+		led = slices.DeleteFunc(led, func(q *store.Queue) bool { return slices.Contains(yielded, q.Name) })
+	}
 	d.sync(led, pauses)
+	if len(yielded) > 0 {
+		if err := d.cfg.Store.QueuesYield(ctx, &store.QueuesYieldParams{Node: d.cfg.Node, Queues: yielded}); err != nil {
+			// Still led: the next cycle starts their runners again.
+			d.log.Warn("yielding queues to other nodes failed", "queues", len(yielded), "err", err)
+		} else {
+			d.log.Info("yielded queues to other nodes", "queues", len(yielded))
+		}
+	}
 	if stale {
 		d.nudgeAll() // runners held back while the node was stale go on
 	}

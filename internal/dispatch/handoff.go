@@ -131,7 +131,7 @@ func (d *Dispatcher) Reserve(queue string) *Handoff {
 // for this hand-off, in the reserved slot.
 func (h *Handoff) Deliver(j *store.Job) {
 	h.once.Do(func() {
-		h.r.d.cfg.Stats.Popped(h.r.name, 1)
+		h.r.d.cfg.Stats.Grabbed(h.r.name, []*store.Job{j}, time.Now())
 		go func() {
 			defer h.r.wg.Done()
 			h.r.work(j)

@@ -280,7 +280,7 @@ func (r *runner) grab(n int) ([]*store.Job, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	jobs, err := r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
-	r.d.cfg.Stats.Popped(r.name, len(jobs))
+	r.d.cfg.Stats.Grabbed(r.name, jobs, time.Now())
 	return jobs, err
 }
 

@@ -195,6 +195,7 @@ func (a *API) routes() {
 
 	a.handle("GET /version", open, func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
 	a.handle("GET /settings", need(allQueues, read), func(*http.Request) (any, error) { return a.cfg.Settings, nil })
+	a.handle("GET /nodes", need(allQueues, read), a.nodes)
 	a.handle("GET /healthz", open, a.health)
 	for _, p := range a.cfg.Pages {
 		ac := need(allQueues, read) // metrics shows every queue

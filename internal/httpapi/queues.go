@@ -121,6 +121,19 @@ func (a *API) queueNode(r *http.Request) (any, error) {
 	return &rowqtype.Node{ID: n.ID, Host: n.Host}, nil
 }
 
+// nodes lists the live nodes and how many queues each dispatches.
+func (a *API) nodes(r *http.Request) (any, error) {
+	c, err := a.cfg.Store.NodesLive(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := &rowqtype.Nodes{Nodes: make([]rowqtype.LiveNode, 0, len(c.Nodes)), Queues: c.Queues}
+	for _, n := range c.Nodes {
+		out.Nodes = append(out.Nodes, rowqtype.LiveNode{ID: n.ID, Host: n.Host, StartedAt: n.StartedAt, ExpiresAt: n.ExpiresAt, Queues: n.Leads})
+	}
+	return out, nil
+}
+
 // wakeQueue is the nudge another node sends when it accepted a job of a
 // queue this node leads (internal/notify): the runner grabs now instead of
 // at its next look. It reads no database, and a node that does not lead

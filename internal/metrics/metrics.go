@@ -95,6 +95,7 @@ func newQueueCollector(cfg Config) *queueCollector {
 			m("completes_total", "Jobs finished: successes and permanent failures.", counter, func(q *store.QueueStats) float64 { return float64(q.Completes) }),
 			m("cancels_total", "Jobs cancelled.", counter, func(q *store.QueueStats) float64 { return float64(q.Cancels) }),
 			m("delivery_seconds_total", "Time spent in deliveries.", counter, func(q *store.QueueStats) float64 { return float64(q.ElapsedMs) / 1000 }),
+			m("wait_seconds_total", "Time the jobs grabbed had waited since they were due (rate over pops_total's rate: the mean enqueue-to-delivery latency).", counter, func(q *store.QueueStats) float64 { return float64(q.WaitMs) / 1000 }),
 			m("outstanding_jobs", "Jobs stored in the queue: waiting, deferred or grabbed.", gauge, func(q *store.QueueStats) float64 { return float64(q.Outstanding) }),
 			m("busy_workers", "Deliveries in flight.", gauge, func(q *store.QueueStats) float64 { return float64(q.BusyWorkers) }),
 			m("max_workers", "The queue's max_workers setting.", gauge, func(q *store.QueueStats) float64 { return float64(q.MaxWorkers) }),

@@ -27,13 +27,15 @@ import (
 // one ("" for an open route), and whether a token confined to some queues
 // is refused because the route shows every queue.
 type routeAuth struct {
-	scopes    string // such as "read" or "read|locks"; "" is open
+	scopes    string // such as "read" or "read|locks" (one of them), "read&locks" (both); "" is open
 	allQueues bool
 	// login: a dashboard page, which sends a request without a token to
 	// the login page (303) and shows a confined token its queues only.
 	login bool
 	// form: a dashboard form (open), refused with 403 without its CSRF
-	// token.
+	// token. A form that is also login (a dashboard action) needs the
+	// scopes and a login first: without its CSRF token, a token of the
+	// right scope is refused with 403 too.
 	form bool
 }
 
@@ -54,9 +56,15 @@ var routeDecisions = map[string]routeAuth{
 	"GET /queue/{name}/failed": {scopes: "read"}, "GET /queue/{name}/failed/{id}": {scopes: "read"},
 	"GET /queue/{name}/stats": {scopes: "read"}, "GET /queues/stats": {scopes: "read"},
 	"GET /schedules": {scopes: "read"}, "GET /schedule/{name}": {scopes: "read"}, "GET /schedule/{name}/runs": {scopes: "read"},
-	"GET /settings": {scopes: "read", allQueues: true}, "GET /metrics": {scopes: "read", allQueues: true},
+	"GET /settings": {scopes: "read", allQueues: true}, "GET /metrics": {scopes: "read", allQueues: true}, "GET /nodes": {scopes: "read", allQueues: true},
 	"GET /ui": {scopes: "read", login: true}, "GET /ui/queue/{name}": {scopes: "read", login: true},
-	"GET /ui/login": {}, "GET /ui/style.css": {}, "POST /ui/login": {form: true}, "POST /ui/logout": {form: true},
+	"GET /ui/login": {}, "GET /ui/style.css": {}, "GET /ui/dashboard.js": {}, "POST /ui/login": {form: true}, "POST /ui/logout": {form: true},
+	"POST /ui/queue/{name}/pause": dashAction, "POST /ui/queue/{name}/resume": dashAction,
+	"POST /ui/queue/{name}/failed/{id}/retry": dashAction, "POST /ui/queue/{name}/failed/{id}/delete": dashAction,
+	"POST /ui/queue/{name}/failed/retry": dashAction, "POST /ui/queue/{name}/failed/delete": dashAction,
+	"POST /ui/queue/{name}/job/{id}/delete": dashAction,
+	"POST /ui/schedule/{name}/pause":        dashAction, "POST /ui/schedule/{name}/resume": dashAction, "POST /ui/schedule/{name}/trigger": dashAction,
+	"POST /ui/lock/{name}/release": {scopes: "read&locks", login: true, form: true},
 
 	"PUT /lock/{name}": {scopes: "locks"}, "POST /lock/{name}/renew": {scopes: "locks"}, "DELETE /lock/{name}": {scopes: "locks"},
 	"GET /lock/{name}": {scopes: "read|locks"}, "GET /locks": {scopes: "read|locks"},
@@ -73,6 +81,9 @@ var routeDecisions = map[string]routeAuth{
 	"POST /schedule/{name}/pause": {scopes: "admin"}, "POST /schedule/{name}/resume": {scopes: "admin"},
 	"POST /schedule/{name}/trigger": {scopes: "admin"},
 }
+
+// dashAction is the decision of the dashboard's admin actions.
+var dashAction = routeAuth{scopes: "admin", login: true, form: true}
 
 // makeToken stores a token in st and returns it.
 func makeToken(t *testing.T, st store.Store, name string, scopes []string, queues ...string) string {
@@ -100,6 +111,9 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			tokens["no-"+s] = makeToken(t, st, "no-"+s, slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == s || x == "admin" }))
 		}
 		tokens["no-read|locks"] = makeToken(t, st, "no-read-locks", []string{"enqueue"})
+		// The dashboard's lock release needs both.
+		tokens["read&locks"] = makeToken(t, st, "read-and-locks", []string{"read", "locks"})
+		tokens["no-read&locks"] = makeToken(t, st, "read-no-locks", []string{"read", "enqueue"})
 		tokens["no-node"] = tokens["no-admin"]
 		node := startNode(t, url, func(c *config.Config) { c.Auth = "on" })
 		key, err := st.SecretEnsure(t.Context(), auth.NodeKeySecret, "unused")
@@ -138,6 +152,10 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			}
 			code, body := send(pattern, "")
 			switch {
+			case want.form && want.login:
+				if code != 303 {
+					t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
+				}
 			case want.form:
 				if code != 403 || !strings.Contains(body, "CSRF") {
 					t.Errorf("%s without a CSRF token: %d, want 403: %s", pattern, code, body)
@@ -157,6 +175,14 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			}
 			if code, body := send(pattern, tokens["no-"+want.scopes]); code != 403 || !strings.Contains(body, "lacks scope") {
 				t.Errorf("%s with a token lacking %s: %d, want 403 naming the scope: %s", pattern, want.scopes, code, body)
+			}
+			if want.form { // allowed, then refused without its CSRF token
+				for _, tok := range []string{want.scopes, "admin"} {
+					if code, body := send(pattern, tokens[tok]); code != 403 || !strings.Contains(body, "CSRF") {
+						t.Errorf("%s with a %s token, without a CSRF token: %d, want 403 naming CSRF: %s", pattern, tok, code, body)
+					}
+				}
+				continue
 			}
 			if code, body := send(pattern, tokens[want.scopes]); code == 401 || code == 403 {
 				t.Errorf("%s with a %s token: %d: %s", pattern, want.scopes, code, body)

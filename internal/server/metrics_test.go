@@ -102,3 +102,35 @@ func TestServer_MetricsReportQueueStatistics(t *testing.T) {
 		check("node b", m)
 	})
 }
+
+// TestServer_MetricsReportWait: a job that waits in a paused queue for
+// half a second before its delivery adds that wait to
+// rowq_queue_wait_seconds_total (the enqueue→delivery latency the
+// dashboard charts), and one delivered at once adds about nothing.
+func TestServer_MetricsReportWait(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, func(string, int) (int, string, time.Duration) { return 200, `{"status":"success"}`, 0 })
+		a := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, a, "q", "cat", map[string]any{"paused": true})
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "waits"})
+		time.Sleep(500 * time.Millisecond)
+		mustCall(t, a, "POST", "/queue/q/resume", nil)
+		var m map[string]float64
+		testworker.WaitFor(t, 10*time.Second, "the delivery in /metrics", func() bool {
+			m = scrape(t, a)
+			return m[`rowq_queue_completes_total{queue="q"}`] == 1
+		})
+		waited := m[`rowq_queue_wait_seconds_total{queue="q"}`]
+		if waited < 0.45 || waited > 10 {
+			t.Errorf("rowq_queue_wait_seconds_total = %v after a job waited 0.5 s in a paused queue", waited)
+		}
+		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "at once"})
+		testworker.WaitFor(t, 10*time.Second, "the second delivery in /metrics", func() bool {
+			m = scrape(t, a)
+			return m[`rowq_queue_completes_total{queue="q"}`] == 2
+		})
+		if d := m[`rowq_queue_wait_seconds_total{queue="q"}`] - waited; d > 2 {
+			t.Errorf("a job delivered at once added %v s of wait", d)
+		}
+	})
+}

@@ -162,6 +162,7 @@ func init() {
 	}
 	openapi3filter.RegisterBodyDecoder("text/html", asText)
 	openapi3filter.RegisterBodyDecoder("text/css", asText)
+	openapi3filter.RegisterBodyDecoder("text/javascript", asText)
 }
 
 func TestOpenAPI_RealAnswersMatch(t *testing.T) {
@@ -193,6 +194,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("GET", "/metrics", "", 200)
 		c.call("GET", "/version", "", 200)
 		c.call("GET", "/settings", "", 200)
+		c.call("GET", "/nodes", "", 200)
 
 		c.call("PUT", "/queue/q", `{"max_workers":5,"polling_interval":100,"max_dispatches_per_second":100,"max_burst_size":10}`, 200)
 		c.call("PUT", "/queue/q2", "", 200)
@@ -309,6 +311,30 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.send("POST", "/ui/login", "csrf=0123456789abcdef0123&token=x", form, 303)
 		c.send("POST", "/ui/logout", "csrf=0123456789abcdef0123", form, 303)
 		c.send("POST", "/ui/logout", "csrf=wrong", form, 403)
+		c.call("GET", "/ui/dashboard.js", "", 200)
+		// The dashboard's actions: the confirmation (200), then done (303)
+		// or refused as the API refuses.
+		act := func(path, fields string, want int) {
+			c.send("POST", path, "csrf=0123456789abcdef0123&back=/ui&"+fields, form, want)
+		}
+		for _, path := range []string{"/ui/queue/q2/pause", "/ui/queue/q2/resume", "/ui/queue/q/failed/1/retry", "/ui/queue/q/failed/1/delete",
+			"/ui/queue/q/job/1/delete", "/ui/schedule/s1/pause", "/ui/schedule/s1/resume", "/ui/schedule/s1/trigger"} {
+			act(path, "", 200)
+		}
+		act("/ui/queue/q/failed/retry", "id=1&id=2", 200)
+		act("/ui/queue/q/failed/delete", "all=yes", 200)
+		act("/ui/lock/l1/release", "owner=o1&token=1", 200)
+		act("/ui/queue/q2/pause", "confirm=yes", 303)
+		act("/ui/queue/q2/resume", "confirm=yes", 303)
+		act("/ui/queue/nope/pause", "confirm=yes", 404)
+		act("/ui/queue/q/failed/999999/retry", "confirm=yes", 404)
+		act("/ui/queue/q/failed/x/delete", "confirm=yes", 400)
+		act("/ui/queue/q/failed/retry", "confirm=yes&id=999999", 303)
+		act("/ui/queue/q/failed/delete", "confirm=yes&id=999999", 303)
+		act("/ui/queue/q/failed/delete", "confirm=yes", 400)
+		act("/ui/queue/q/job/999999/delete", "confirm=yes", 404)
+		act("/ui/schedule/nope/trigger", "confirm=yes", 404)
+		act("/ui/lock/l9/release", "confirm=yes&owner=o1&token=1", 409)
 		c.call("GET", "/queues/stats", "", 200)
 
 		// Locks.

@@ -244,6 +244,11 @@ func (s *Server) Start(ctx context.Context) error {
 	locks := lock.New(lock.Config{Store: s.store, Logger: s.log})
 	// The API reads statistics with this node's counts not yet written.
 	view := st.ReadOwnWrites(s.store)
+	// The dashboard's charts: the last hour of the queues' counters.
+	history := stats.NewHistory(stats.HistoryConfig{Store: view, Logger: s.log})
+	// The dashboard's actions are requests of the API, served for the
+	// grant of the dashboard's session (s.api is set before it serves).
+	act := func(r *http.Request, g *auth.Grant) (int, []byte) { return s.api.Act(r, g) }
 	s.api = httpapi.New(httpapi.Config{
 		Store:         view,
 		Logger:        s.log,
@@ -251,7 +256,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(view, s.log, verifier, []byte(sessionKey)),
+		Pages:         pages(view, s.log, verifier, []byte(sessionKey), act, history),
 		QueueDefaults: defaults,
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -268,7 +273,7 @@ func (s *Server) Start(ctx context.Context) error {
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
-	if err := s.startAll(ctx, st, disp, sched, enq, s.http, locks); err != nil {
+	if err := s.startAll(ctx, st, history, disp, sched, enq, s.http, locks); err != nil {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
@@ -329,10 +334,10 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
 // the dashboard, which guards itself (its login).
-func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte) []httpapi.Page {
+func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History) []httpapi.Page {
 	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Logger: log, Version: Version})}}
 	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
-		Auth: v, SessionKey: sessionKey})
+		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {
 		out = append(out, httpapi.Page{Pattern: p, Handler: dash, GuardsItself: true})
 	}

@@ -73,6 +73,7 @@ type Recorder struct {
 type counts struct {
 	store.StatsCounters
 	elapsed time.Duration // ElapsedMs is filled from it when written
+	wait    time.Duration // WaitMs likewise
 }
 
 // sample is what one write covered, for rates.
@@ -119,6 +120,25 @@ func (r *Recorder) Pushed(queue string, n int) {
 // Popped counts n jobs grabbed from queue for delivery.
 func (r *Recorder) Popped(queue string, n int) {
 	r.add(queue, func(c *counts) { c.Pops += int64(n) })
+}
+
+// Grabbed counts the jobs grabbed from queue for delivery at now (as
+// Popped) and how long each had waited since it was due: the
+// enqueue→delivery latency. The wait is the node's clock against the
+// job's next_try, which the database's clock set: a skew between the two
+// shifts it, and a negative wait counts as none.
+func (r *Recorder) Grabbed(queue string, jobs []*store.Job, now time.Time) {
+	if r == nil || len(jobs) == 0 {
+		return
+	}
+	var wait time.Duration
+	for _, j := range jobs {
+		wait += max(now.Sub(j.NextTry), 0)
+	}
+	r.add(queue, func(c *counts) {
+		c.Pops += int64(len(jobs))
+		c.wait += wait
+	})
 }
 
 // Delivered counts a delivery whose outcome was recorded, and the time it
@@ -255,13 +275,13 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		queues[q] = true
 	}
 	span := now.Sub(r.history[0].from).Seconds()
-	wrote := map[string]time.Duration{} // elapsed time written, per queue
+	wrote := map[string][2]time.Duration{} // elapsed and wait time written, per queue
 	for q := range queues {
 		d := &store.StatsDelta{Queue: q, BusyWorkers: r.busy[q]}
 		if c := pending[q]; c != nil {
 			d.StatsCounters = c.StatsCounters
-			d.ElapsedMs = c.elapsed.Milliseconds()
-			wrote[q] = time.Duration(d.ElapsedMs) * time.Millisecond
+			d.ElapsedMs, d.WaitMs = c.elapsed.Milliseconds(), c.wait.Milliseconds()
+			wrote[q] = [2]time.Duration{time.Duration(d.ElapsedMs) * time.Millisecond, time.Duration(d.WaitMs) * time.Millisecond}
 		}
 		var pushes, pops int64
 		for _, h := range r.history {
@@ -291,11 +311,12 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	defer r.mu.Unlock()
 	for q, c := range pending {
 		if err == nil {
-			// Written; only the sub-millisecond rest of elapsed is left.
+			// Written; only the sub-millisecond rests of the times are left.
 			c.StatsCounters = store.StatsCounters{}
-			c.elapsed -= wrote[q]
+			c.elapsed -= wrote[q][0]
+			c.wait -= wrote[q][1]
 		}
-		if c.StatsCounters.IsZero() && c.elapsed == 0 {
+		if c.StatsCounters.IsZero() && c.elapsed == 0 && c.wait == 0 {
 			continue
 		}
 		// Not written (or a rest of elapsed time): give it to the next write.
@@ -306,6 +327,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		}
 		cur.Add(&c.StatsCounters)
 		cur.elapsed += c.elapsed
+		cur.wait += c.wait
 	}
 	if err != nil {
 		// Gauges were not written either: write them next time.
@@ -345,6 +367,7 @@ func (s ownWrites) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[s
 		if qs := m[q]; qs != nil {
 			qs.Add(&c.StatsCounters)
 			qs.ElapsedMs += c.elapsed.Milliseconds()
+			qs.WaitMs += c.wait.Milliseconds()
 		}
 	}
 	return m, nil

@@ -23,7 +23,11 @@ func TestRecorder_KeepsCountsUntilWritten(t *testing.T) {
 	defer st.Close()
 	r := stats.New(stats.Config{Store: st, Node: "n1"})
 	r.Pushed("q", 3)
-	r.Popped("q", 2)
+	r.Popped("q", 1)
+	// Grabbed at 10:00:05: one job due at 10:00:01.5 (3.5 s waited),
+	// one due later than that (a node's clock behind: none).
+	at := time.Date(2026, 11, 25, 10, 0, 5, 0, time.UTC)
+	r.Grabbed("q", []*store.Job{{NextTry: at.Add(-3500 * time.Millisecond)}, {NextTry: at.Add(time.Second)}}, at)
 	r.Busy("q", 1)
 	r.Delivered("q", stats.Success, 1500*time.Microsecond)
 	r.Delivered("q", stats.Failure, time.Millisecond)
@@ -46,7 +50,7 @@ func TestRecorder_KeepsCountsUntilWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3.2 ms of deliveries: 3 ms written, the rest kept for later.
-	want := store.StatsCounters{Pushes: 4, Pops: 2, Successes: 1, Failures: 2, PermanentFailures: 1, Completes: 2, ElapsedMs: 3}
+	want := store.StatsCounters{Pushes: 4, Pops: 3, Successes: 1, Failures: 2, PermanentFailures: 1, Completes: 2, ElapsedMs: 3, WaitMs: 3500}
 	if q := got["q"]; q.StatsCounters != want || q.BusyWorkers != 1 || q.PushesPerSecond <= 0 || q.PopsPerSecond <= 0 {
 		t.Fatalf("stats = %+v, want counters %+v, 1 busy worker and rates", q, want)
 	}

@@ -34,6 +34,18 @@ type NodeStore interface {
 	// registered without a session, is never reaped. The reaped nodes'
 	// queues are then claimable and their grabs expired (JobsRescue).
 	NodesReap(ctx context.Context) ([]string, error)
+	// NodesLive returns the nodes whose registration has not expired,
+	// ordered by id, each with the number of queues it leads, and the
+	// number of queues in all: what spreading queues over the nodes needs,
+	// and what GET /nodes shows.
+	NodesLive(ctx context.Context) (*Cluster, error)
+}
+
+// Cluster is the live nodes of a database and the queues they share
+// (NodeStore.NodesLive).
+type Cluster struct {
+	Nodes  []*Node // live nodes, ordered by id, with Leads set
+	Queues int     // queues in all, led or not
 }
 
 // NodeSession is a node's hold on its session lock (NodeStore.NodeSessionOpen).
@@ -55,6 +67,8 @@ type Node struct {
 	Host      string
 	StartedAt time.Time
 	ExpiresAt time.Time
+	// Leads is the number of queues the node leads (NodesLive only).
+	Leads int
 }
 
 // NodeHeartbeatParams are the arguments of NodeStore.NodeHeartbeat.

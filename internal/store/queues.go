@@ -20,13 +20,20 @@ type QueueStore interface {
 	// ErrNotFound.
 	QueueSetPaused(ctx context.Context, name string, paused bool) (*Queue, error)
 
-	// QueuesClaim makes p.Node the leader of every queue that has no live
-	// leader (no leader, or a leader whose node registration has expired).
+	// QueuesClaim makes p.Node the leader of queues that have no live
+	// leader (no leader, or a leader whose node registration has expired),
+	// at most p.Limit of them in name order (0: all), provided p.Node is
+	// registered and live. Of two nodes claiming at once, only one leads
+	// each queue.
 	QueuesClaim(ctx context.Context, p *QueuesClaimParams) error
 	// QueuesLed returns the queues whose leader is node, ordered by name.
 	QueuesLed(ctx context.Context, node string) ([]*Queue, error)
 	// QueuesRelease gives up every queue led by node.
 	QueuesRelease(ctx context.Context, node string) error
+	// QueuesYield gives up the queues of p.Queues that p.Node leads, so
+	// that other nodes claim them (spreading queues over the nodes); the
+	// others are left alone.
+	QueuesYield(ctx context.Context, p *QueuesYieldParams) error
 	// QueueLeader returns the live node leading the queue, or ErrNotFound.
 	QueueLeader(ctx context.Context, queue string) (*Node, error)
 }
@@ -51,4 +58,12 @@ type Queue struct {
 // QueuesClaimParams are the arguments of QueueStore.QueuesClaim.
 type QueuesClaimParams struct {
 	Node string
+	// Limit bounds the queues claimed; 0 claims every free queue.
+	Limit int
+}
+
+// QueuesYieldParams are the arguments of QueueStore.QueuesYield.
+type QueuesYieldParams struct {
+	Node   string
+	Queues []string
 }

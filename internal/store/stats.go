@@ -32,7 +32,13 @@ type StatsCounters struct {
 	PermanentFailures int64 // jobs moved to the failure log
 	Completes         int64 // jobs finished: successes + permanent failures
 	ElapsedMs         int64 // time spent in deliveries, milliseconds
-	Cancels           int64 // jobs cancelled (POST /queue/{name}/job/{id}/cancel)
+	// WaitMs is how long the jobs grabbed (Pops) had waited since they
+	// were due (their next_try), summed, in milliseconds: the
+	// enqueue→delivery latency of each attempt, whose mean is
+	// WaitMs/Pops.
+	WaitMs int64
+	// Cancels counts jobs cancelled (POST /queue/{name}/job/{id}/cancel).
+	Cancels int64
 }
 
 // Add adds d to c.
@@ -44,6 +50,7 @@ func (c *StatsCounters) Add(d *StatsCounters) {
 	c.PermanentFailures += d.PermanentFailures
 	c.Completes += d.Completes
 	c.ElapsedMs += d.ElapsedMs
+	c.WaitMs += d.WaitMs
 	c.Cancels += d.Cancels
 }
 

@@ -43,7 +43,7 @@ func TestDashboard_InChromium(t *testing.T) {
 		browsertest.Do(t, tab, chromedp.Click(chromedp.CSS(`a[href="/ui/queue/`+queue+`"]`)))
 		// Only the queue's page has a table of waiting jobs: the query
 		// waits for the click's navigation.
-		waiting := browsertest.Get(t, tab, chromedp.Text(chromedp.Search(`//h2[text()="Waiting"]/following-sibling::table[1]`)))
+		waiting := browsertest.Get(t, tab, chromedp.Text(chromedp.Search(`//div[@id="waiting"]/table`)))
 		title := browsertest.Get(t, tab, chromedp.Text(chromedp.CSS(`h1`)))
 		if !strings.Contains(row, "paused") || !strings.Contains(row, "0 / 7") {
 			t.Errorf("overview row of %s reads %q, want paused and 0 / 7 workers", queue, row)

@@ -1,9 +1,13 @@
-// Package web serves rowq's dashboard: read-only HTML pages, rendered on
-// the server from the store, that show the queues with their statistics
-// and dispatching node, one queue's jobs and failure log, the schedules
-// and the locks. It is for a human glancing at a cluster; everything it
-// shows is also in the JSON API (docs/api.md), which is what scripts use.
-// A page reads the database on every view and refreshes itself every 5 s.
+// Package web serves rowq's dashboard: HTML pages, rendered on the server
+// from the store, that show the queues with their statistics, charts of
+// their last hour (chart.go) and dispatching node, one queue's jobs and
+// failure log, the schedules and the locks, with buttons that act on them
+// (actions.go). It is for a human looking after a cluster; everything it
+// shows and does is also in the JSON API (docs/api.md), which is what
+// scripts use, and each action is a request of that API. A page reads the
+// database on every view; its script (templates/dashboard.js) fetches it
+// again every 5 s and swaps its tables in place, and confirms actions in a
+// dialog. Every page works without the script.
 //
 // With authentication on, a browser logs in with a token on /ui/login and
 // keeps a signed session cookie (session.go); every form is checked
@@ -14,6 +18,7 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -27,7 +32,7 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-//go:embed templates/*.html templates/style.css
+//go:embed templates/*.html templates/style.css templates/dashboard.js
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
@@ -40,7 +45,25 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"rate":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"short": func(b []byte) string { return shorten(string(b), 120) },
 	"list":  func(v ...any) []any { return v },
+	"act":   newActForm,
 }).ParseFS(files, "templates/*.html"))
+
+// actForm is the form of an action's button on a page.
+type actForm struct {
+	Action, Label, Back, CSRF string
+	Hidden                    []field
+}
+
+// newActForm returns the form of a button that posts to action, from the
+// page back, with the CSRF token and the hidden fields given as name,
+// value pairs.
+func newActForm(action, label, back, csrf string, hidden ...any) actForm {
+	f := actForm{Action: action, Label: label, Back: back, CSRF: csrf}
+	for i := 0; i+1 < len(hidden); i += 2 {
+		f.Hidden = append(f.Hidden, field{fmt.Sprint(hidden[i]), fmt.Sprint(hidden[i+1])})
+	}
+	return f
+}
 
 // Store is what the dashboard reads: queues with their statistics and
 // leaders, their jobs and failure logs, schedules and locks.
@@ -50,6 +73,7 @@ type Store interface {
 	store.InspectStore
 	store.ScheduleStore
 	store.LockStore
+	store.NodeStore
 }
 
 // Config configures the dashboard.
@@ -68,13 +92,25 @@ type Config struct {
 	SessionKey []byte
 	// Now is the clock of the sessions' expiry (time.Now if nil).
 	Now func() time.Time
+	// Act serves the API requests of the dashboard's actions; nil
+	// refuses every action (501).
+	Act ActFunc
+	// History is the statistics of the last hour the charts draw; nil
+	// draws none.
+	History History
 }
 
 // Routes are the patterns the dashboard serves, for the API's route
 // list. The dashboard makes their auth decisions itself (guard): the
 // pages need a login or a token, the login page and the style sheet are
 // open, and every POST checks its CSRF token.
-var Routes = []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css"}
+var Routes = func() []string {
+	r := []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css", "GET /ui/dashboard.js"}
+	for _, a := range actions {
+		r = append(r, a.pattern)
+	}
+	return r
+}()
 
 // Handler returns the dashboard; mount it on Routes.
 func Handler(cfg Config) http.Handler {
@@ -88,12 +124,17 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /ui/login", d.loginPage)
 	mux.HandleFunc("POST /ui/login", d.login)
 	mux.HandleFunc("POST /ui/logout", d.logout)
-	mux.HandleFunc("GET /ui/style.css", style)
+	mux.HandleFunc("GET /ui/style.css", asset("style.css", "text/css; charset=utf-8"))
+	mux.HandleFunc("GET /ui/dashboard.js", asset("dashboard.js", "text/javascript; charset=utf-8"))
+	for _, a := range actions {
+		mux.HandleFunc(a.pattern, d.act(a))
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		// No script runs, no other site frames a page or receives a
-		// form, and the style sheet is this dashboard's own.
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		// The only script is this dashboard's own file, which fetches
+		// this dashboard's pages only; no other site frames a page or
+		// receives a form, and the style sheet is this dashboard's own.
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
@@ -110,12 +151,14 @@ func (d *dashboard) now() time.Time {
 	return time.Now()
 }
 
-// style serves the dashboard's style sheet.
-func style(w http.ResponseWriter, r *http.Request) {
-	b, _ := files.ReadFile("templates/style.css")
-	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	w.Header().Set("Cache-Control", "max-age=3600")
-	w.Write(b)
+// asset serves a file of the dashboard: its style sheet or its script.
+func asset(name, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, _ := files.ReadFile("templates/" + name)
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Write(b)
+	}
 }
 
 // listLimit bounds each table of a page: the JSON API pages further.
@@ -166,9 +209,19 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	// locks its patterns match, and a table may be short.
 	scheds = slices.DeleteFunc(scheds, func(sc *store.Schedule) bool { return !g.Queue(sc.Name) })
 	locks = slices.DeleteFunc(locks, func(l *store.LockLease) bool { return !g.Queue(l.Name) })
+	// The nodes and how many queues each leads, as GET /nodes shows them:
+	// not to a token confined to some queues (they would tell it how many
+	// queues there are, and where).
+	var nodes *store.Cluster
+	if !g.Confined() {
+		if nodes, err = d.cfg.Store.NodesLive(ctx); err != nil {
+			d.fail(w, r, err)
+			return
+		}
+	}
 	d.render(w, r, http.StatusOK, "overview.html", map[string]any{
-		"Title": "rowq", "Queues": rows,
-		"Schedules": scheds, "Locks": locks, "Limit": listLimit,
+		"Title": "rowq", "Queues": rows, "Live": true, "Refresh": true,
+		"Schedules": scheds, "Locks": locks, "Limit": listLimit, "Nodes": nodes,
 	})
 }
 
@@ -225,8 +278,20 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "queue.html", map[string]any{
 		"Title": "rowq: " + name, "Queue": q, "Stats": s, "Leader": leader,
 		"Grabbed": jobs[store.JobsGrabbed], "Waiting": jobs[store.JobsWaiting], "Deferred": jobs[store.JobsDeferred],
-		"Failed": failed, "Limit": listLimit,
+		"Failed": failed, "Limit": listLimit, "Live": true, "Charts": d.charts(name, s.StatsCounters),
 	})
+}
+
+// chartWindow is the span the charts of a queue's page show.
+const chartWindow = time.Hour
+
+// charts returns the charts of the queue's last hour, or nil.
+func (d *dashboard) charts(queue string, current store.StatsCounters) []chart {
+	if d.cfg.History == nil {
+		return nil
+	}
+	now := time.Now()
+	return charts(d.cfg.History.Points(queue, now, current), now, chartWindow)
 }
 
 // fail answers a page that says the database could not be read.
@@ -247,10 +312,15 @@ func (d *dashboard) message(w http.ResponseWriter, r *http.Request, status int, 
 func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
 	data["Version"] = d.cfg.Version
 	data["CSRF"] = csrfToken(w, r)
-	data["Refresh"] = page != "login.html"
+	data["Path"] = r.URL.Path
+	data["Flash"] = takeFlash(w, r)
 	if s := sessionFrom(r.Context()); s != nil {
 		data["User"] = s.Name
 	}
+	// The buttons of the actions the grant may take; the action checks
+	// again.
+	g := auth.FromContext(r.Context())
+	data["CanAdmin"], data["CanLocks"] = g.Has(auth.Admin), g.Has(auth.Locks)
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, page, data); err != nil {
 		d.cfg.Logger.Error("dashboard: render", "page", page, "err", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/web"
@@ -61,6 +62,8 @@ func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store
 	must(err)
 	_, err = st.LockAcquire(ctx, &store.LockAcquireParams{Name: "deploy", Owner: "ci-7", TTL: time.Minute, Limit: 1})
 	must(err)
+	must(st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "n1", Host: "n1:8080", TTL: time.Minute}))
+	must(st.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1", Limit: 1}))
 	checkName := func(v string) error {
 		if strings.ContainsAny(v, " <>") {
 			return fmt.Errorf("name: %q: use letters, digits and _ . : - only", v)
@@ -114,7 +117,8 @@ func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
 				`<td class="n">0 / 7</td>`,           // busy / max workers
 				`<span class="paused">paused</span>`, // idle
 				`nightly`, `<code>0 3 * * *</code>`, `Europe/Paris`,
-				`deploy`, `ci-7`, `v9`)
+				`deploy`, `ci-7`, `v9`,
+				`<tr id="node-n1"><td>n1</td><td>n1:8080</td><td class="n">1</td>`, `2 queues, spread`)
 			body = b.get(t, "/ui/queue/mail", http.StatusOK)
 			contains(t, "/ui/queue/mail", body,
 				`Queue mail`, `<td>7 (0 busy)</td>`,
@@ -139,4 +143,42 @@ func TestDashboard_DatabaseAway(t *testing.T) {
 	body := b.get(t, "/ui", http.StatusServiceUnavailable)
 	contains(t, "/ui", body, "the database could not be read")
 	b.get(t, "/ui/queue/mail", http.StatusServiceUnavailable)
+}
+
+// TestDashboard_Charts: a queue's page draws its history as three inline
+// SVG charts (throughput, failures, latency), each a line through a point
+// per minute with its value; without history there are none.
+func TestDashboard_Charts(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().Add(-3 * time.Minute)
+	var h *stats.History
+	b := setupWith(t, "sqlite", func(cfg *web.Config, st store.Store) {
+		h = stats.NewHistory(stats.HistoryConfig{Store: st, Now: func() time.Time { return now }})
+		cfg.History = h
+	})
+	if strings.Contains(b.get(t, "/ui/queue/mail", http.StatusOK), "<svg") {
+		t.Error("a chart without any history")
+	}
+	for i, c := range []store.StatsCounters{{}, {Completes: 120, Failures: 6, Pops: 126, WaitMs: 126 * 40}, {Completes: 60, Pops: 60, WaitMs: 60 * 250}} {
+		if i > 0 {
+			if err := b.st.StatsAdd(ctx, &store.StatsAddParams{Node: "n1", Deltas: []*store.StatsDelta{{Queue: "mail", StatsCounters: c}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.Sample(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	body := b.get(t, "/ui/queue/mail", http.StatusOK)
+	for _, id := range []string{"throughput", "failures", "latency"} {
+		contains(t, "/ui/queue/mail", body, `<figure id="chart-`+id+`">`, `<path class="line `+id+`" d="M`)
+	}
+	contains(t, "/ui/queue/mail", body,
+		`text-anchor="end">200</text>`, // throughput's axis: 120/min rounded up
+		`120 /min</title>`,             // the first minute's point
+		`60 /min</title>`,              // the second's
+		`6 /min</title>`,               // failures
+		`40 ms</title>`, `250 ms`,      // mean waits
+		`−60 min`, `now`)
 }

@@ -82,11 +82,13 @@ class LocksTest(unittest.TestCase):
 
     def test_with_renews_while_held_and_releases_on_exit(self) -> None:
         c, name = self.c, unique("py-lock")
-        with c.lock(name, ttl=2, wait=1) as lease:
+        # ttl 4 s, renewed every 1.3 s: renewals late by over 2 s on a
+        # loaded machine (CI at load 29) would lose a shorter lease.
+        with c.lock(name, ttl=4, wait=1) as lease:
             token, first = lease.token, lease.lease.expires_at
             with self.assertRaises(rowq.LockHeld):
                 c.acquire(name, "someone-else", 1, wait=0)
-            time.sleep(2.5)  # beyond the ttl: only renewals keep it
+            time.sleep(4.5)  # beyond the ttl: only renewals keep it
             [holder] = c.get_lock(name).holders
             self.assertEqual((holder.owner, holder.token), (lease.owner, token))
             self.assertGreater(holder.expires_at, first)
@@ -98,9 +100,9 @@ class LocksTest(unittest.TestCase):
     def test_with_signals_a_lost_lease(self) -> None:
         c, name = self.c, unique("py-lock")
         with self.assertRaises(rowq.LeaseLost) as lost:
-            with c.lock(name, ttl=1) as lease:
+            with c.lock(name, ttl=3) as lease:
                 c.release(name, lease.owner, lease.token)  # as an operator clearing it would
-                self.assertTrue(lease.lost.wait(3), "the next renewal notices")
+                self.assertTrue(lease.lost.wait(6), "the next renewal notices")
         self.assertEqual(lost.exception.status, 409)
         self.assertIs(lost.exception, lease.lost_error)
 

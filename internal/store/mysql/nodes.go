@@ -155,3 +155,27 @@ func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
 	}
 	return reaped, nil
 }
+
+// NodesLive returns the live nodes with the number of queues each leads
+// (one look into queues_leader per node), and the number of queues.
+func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
+	var c store.Cluster
+	err := retry(ctx, func() error {
+		if err := s.db.QueryRowContext(ctx, `/* rowq:nodes.live */ SELECT COUNT(*) FROM queues`).Scan(&c.Queues); err != nil {
+			return err
+		}
+		var err error
+		c.Nodes, err = sqldb.QueryAll(ctx, s.db, func(row sqldb.Scanner) (*store.Node, error) {
+			var n store.Node
+			return &n, row.Scan(&n.ID, &n.Host, &n.StartedAt, &n.ExpiresAt, &n.Leads)
+		}, `/* rowq:nodes.live */
+			SELECT n.id, n.host, n.started_at, n.expires_at,
+				(SELECT COUNT(*) FROM queues q WHERE q.leader = n.id)
+			FROM nodes n WHERE n.expires_at > NOW(6) ORDER BY n.id`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list live nodes: %w", mapErr(err))
+	}
+	return &c, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/sqldb"
@@ -117,19 +118,25 @@ func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, err
 	return q, nil
 }
 
-// QueuesClaim makes p.Node the leader of every queue without a live leader,
-// provided p.Node itself is registered and live. It is one UPDATE: InnoDB
-// re-checks the WHERE on the latest row version once it holds the row's
-// lock, so of two nodes claiming at once only the first sets a queue's
-// leader; the second then sees a live leader and skips it.
+// QueuesClaim makes p.Node the leader of up to p.Limit queues (0: all)
+// without a live leader, in name order, provided p.Node itself is registered
+// and live. It is one UPDATE: InnoDB re-checks the WHERE on the latest row
+// version once it holds the row's lock, so of two nodes claiming at once only
+// the first sets a queue's leader; the second then sees a live leader and
+// skips it.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
 	err := retry(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `/* rowq:queues.claim */
 			UPDATE queues SET leader = ?
 			WHERE (leader IS NULL OR NOT EXISTS (
 					SELECT 1 FROM nodes n WHERE n.id = queues.leader AND n.expires_at > NOW(6)))
-			  AND EXISTS (SELECT 1 FROM nodes me WHERE me.id = ? AND me.expires_at > NOW(6))`,
-			p.Node, p.Node)
+			  AND EXISTS (SELECT 1 FROM nodes me WHERE me.id = ? AND me.expires_at > NOW(6))
+			ORDER BY name LIMIT ?`,
+			p.Node, p.Node, limit)
 		return err
 	})
 	if err != nil {
@@ -155,6 +162,27 @@ func (s *Store) QueuesRelease(ctx context.Context, node string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("release queues of node %q: %w", node, mapErr(err))
+	}
+	return nil
+}
+
+// QueuesYield gives up the queues of p.Queues that p.Node leads.
+func (s *Store) QueuesYield(ctx context.Context, p *store.QueuesYieldParams) error {
+	if len(p.Queues) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(p.Queues)+1)
+	args = append(args, p.Node)
+	for _, q := range p.Queues {
+		args = append(args, q)
+	}
+	err := retry(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `/* rowq:queues.yield */ UPDATE queues SET leader = NULL
+			WHERE leader = ? AND name IN (`+sqldb.Placeholders(len(p.Queues))+`)`, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("yield %d queues of node %q: %w", len(p.Queues), p.Node, mapErr(err))
 	}
 	return nil
 }

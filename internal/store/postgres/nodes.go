@@ -144,3 +144,26 @@ func scanNode(row pgx.CollectableRow) (*store.Node, error) {
 	n.StartedAt, n.ExpiresAt = n.StartedAt.UTC(), n.ExpiresAt.UTC()
 	return &n, err
 }
+
+// NodesLive returns the live nodes with the number of queues each leads
+// (one look into queues_leader per node), and the number of queues.
+func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
+	var c store.Cluster
+	n, err := queryOne(ctx, s, pgx.RowTo[int], `/* rowq:nodes.live */ SELECT count(*) FROM queues`)
+	if err == nil {
+		c.Queues = n
+		c.Nodes, err = queryAll(ctx, s, func(row pgx.CollectableRow) (*store.Node, error) {
+			var n store.Node
+			err := row.Scan(&n.ID, &n.Host, &n.StartedAt, &n.ExpiresAt, &n.Leads)
+			n.StartedAt, n.ExpiresAt = n.StartedAt.UTC(), n.ExpiresAt.UTC()
+			return &n, err
+		}, `/* rowq:nodes.live */
+			SELECT n.id, n.host, n.started_at, n.expires_at,
+				(SELECT count(*) FROM queues q WHERE q.leader = n.id)
+			FROM nodes n WHERE n.expires_at > now() ORDER BY n.id`)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list live nodes: %w", mapErr(err))
+	}
+	return &c, nil
+}

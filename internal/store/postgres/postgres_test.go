@@ -148,7 +148,7 @@ func TestQueuesClaim_RaceOneLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, postgres.ClaimSQL, "a"); err != nil {
+	if _, err := tx.Exec(ctx, postgres.ClaimSQL, "a", 1000); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -88,21 +89,31 @@ func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, err
 	return q, nil
 }
 
-// claimSQL takes every queue without a live leader, if the claiming node is
-// live itself. Two nodes may race: the loser's UPDATE waits for the winner's
-// row lock, then re-checks its WHERE on the new row (leader = winner). The
-// NOT EXISTS sits under an OR, so it stays a subplan that this re-check
-// evaluates again, rather than an anti-join the re-check would not redo.
-// TestQueuesClaim_RaceOneLeader holds that.
+// claimSQL takes up to $2 queues without a live leader, in name order, if
+// the claiming node is live itself. Two nodes may race: the loser's UPDATE
+// waits for the winner's row lock, then re-checks its WHERE on the new row
+// (leader = winner). The NOT EXISTS sits under an OR, so it stays a subplan
+// that this re-check evaluates again, rather than an anti-join the re-check
+// would not redo. TestQueuesClaim_RaceOneLeader holds that. The subquery
+// picks the candidates without locking them; the outer WHERE decides.
 const claimSQL = `/* rowq:queues.claim */
 	UPDATE queues SET leader = $1
 	WHERE (leader IS NULL OR NOT EXISTS (
 			SELECT 1 FROM nodes WHERE nodes.id = queues.leader AND nodes.expires_at > now()))
-		AND EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND expires_at > now())`
+		AND EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND expires_at > now())
+		AND name IN (SELECT c.name FROM queues c
+			WHERE c.leader IS NULL OR NOT EXISTS (
+				SELECT 1 FROM nodes WHERE nodes.id = c.leader AND nodes.expires_at > now())
+			ORDER BY c.name LIMIT $2)`
 
-// QueuesClaim makes p.Node the leader of every queue without a live leader.
+// QueuesClaim makes p.Node the leader of up to p.Limit queues (0: all)
+// without a live leader.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
-	if _, err := s.exec(ctx, claimSQL, p.Node); err != nil {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	if _, err := s.exec(ctx, claimSQL, p.Node, limit); err != nil {
 		return fmt.Errorf("claim queues for node %q: %w", p.Node, mapErr(err))
 	}
 	return nil
@@ -121,6 +132,18 @@ func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, err
 func (s *Store) QueuesRelease(ctx context.Context, node string) error {
 	if _, err := s.exec(ctx, `/* rowq:queues.release */ UPDATE queues SET leader = NULL WHERE leader = $1`, node); err != nil {
 		return fmt.Errorf("release queues of node %q: %w", node, mapErr(err))
+	}
+	return nil
+}
+
+// QueuesYield gives up the queues of p.Queues that p.Node leads.
+func (s *Store) QueuesYield(ctx context.Context, p *store.QueuesYieldParams) error {
+	if len(p.Queues) == 0 {
+		return nil
+	}
+	if _, err := s.exec(ctx, `/* rowq:queues.yield */ UPDATE queues SET leader = NULL
+		WHERE leader = $1 AND name = ANY($2)`, p.Node, p.Queues); err != nil {
+		return fmt.Errorf("yield %d queues of node %q: %w", len(p.Queues), p.Node, mapErr(err))
 	}
 	return nil
 }

@@ -189,3 +189,28 @@ func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
 	}
 	return reaped, nil
 }
+
+// NodesLive returns the live nodes with the number of queues each leads,
+// and the number of queues.
+func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
+	var c store.Cluster
+	err := s.r.QueryRowContext(ctx, `/* rowq:nodes.live */ SELECT COUNT(*) FROM queues`).Scan(&c.Queues)
+	if err == nil {
+		c.Nodes, err = sqldb.QueryAll(ctx, s.r, func(row sqldb.Scanner) (*store.Node, error) {
+			var (
+				n                  store.Node
+				started, expiresAt int64
+			)
+			err := row.Scan(&n.ID, &n.Host, &started, &expiresAt, &n.Leads)
+			n.StartedAt, n.ExpiresAt = fromMicros(started), fromMicros(expiresAt)
+			return &n, err
+		}, `/* rowq:nodes.live */
+			SELECT n.id, n.host, n.started_at, n.expires_at,
+				(SELECT COUNT(*) FROM queues q WHERE q.leader = n.id)
+			FROM nodes n WHERE n.expires_at > ? ORDER BY n.id`, s.micros())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list live nodes: %w", mapErr(err))
+	}
+	return &c, nil
+}

@@ -93,13 +93,21 @@ func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, err
 	return q, nil
 }
 
-// QueuesClaim makes the node the leader of every queue without a live leader.
+// QueuesClaim makes the node the leader of up to p.Limit queues (0: all)
+// without a live leader, in name order. SQLite has one writer: no claim
+// races another.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no bound
+	}
 	now := s.micros()
 	_, err := s.w.ExecContext(ctx, `/* rowq:queues.claim */
 		UPDATE queues SET leader = ?1
-		WHERE (leader IS NULL OR leader NOT IN (SELECT id FROM nodes WHERE expires_at > ?2))
-		  AND EXISTS (SELECT 1 FROM nodes WHERE id = ?1 AND expires_at > ?2)`, p.Node, now)
+		WHERE name IN (SELECT name FROM queues
+				WHERE leader IS NULL OR leader NOT IN (SELECT id FROM nodes WHERE expires_at > ?2)
+				ORDER BY name LIMIT ?3)
+		  AND EXISTS (SELECT 1 FROM nodes WHERE id = ?1 AND expires_at > ?2)`, p.Node, now, limit)
 	if err != nil {
 		return fmt.Errorf("claim queues for node %q: %w", p.Node, mapErr(err))
 	}
@@ -119,6 +127,23 @@ func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, err
 func (s *Store) QueuesRelease(ctx context.Context, node string) error {
 	if _, err := s.w.ExecContext(ctx, `/* rowq:queues.release */ UPDATE queues SET leader = NULL WHERE leader = ?`, node); err != nil {
 		return fmt.Errorf("release queues of node %q: %w", node, mapErr(err))
+	}
+	return nil
+}
+
+// QueuesYield gives up the queues of p.Queues that p.Node leads.
+func (s *Store) QueuesYield(ctx context.Context, p *store.QueuesYieldParams) error {
+	if len(p.Queues) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(p.Queues)+1)
+	args = append(args, p.Node)
+	for _, q := range p.Queues {
+		args = append(args, q)
+	}
+	if _, err := s.w.ExecContext(ctx, `/* rowq:queues.yield */ UPDATE queues SET leader = NULL
+		WHERE leader = ? AND name IN (`+sqldb.Placeholders(len(p.Queues))+`)`, args...); err != nil {
+		return fmt.Errorf("yield %d queues of node %q: %w", len(p.Queues), p.Node, mapErr(err))
 	}
 	return nil
 }

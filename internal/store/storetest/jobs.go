@@ -304,8 +304,10 @@ func testJobsExtendAndRescue(t *testing.T, s store.Store) {
 	// Both nodes are registered: the dead one is found out by its lease.
 	heartbeat(t, s, "alive", time.Minute)
 	heartbeat(t, s, "dead", time.Minute)
-	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: 500 * time.Millisecond}))(t)
-	d := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "dead", Limit: 2, Lease: 500 * time.Millisecond}))(t)
+	// Leases of 2 s: a loaded machine (CI at load 20) took over 500 ms
+	// between the grabs and the first rescue.
+	a := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "alive", Limit: 2, Lease: 2 * time.Second}))(t)
+	d := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "dead", Limit: 2, Lease: 2 * time.Second}))(t)
 	if n := must(s.JobsRescue(ctx, "q"))(t); n != 0 {
 		t.Fatalf("rescued %d unexpired jobs", n)
 	}
@@ -316,7 +318,7 @@ func testJobsExtendAndRescue(t *testing.T, s store.Store) {
 	if n := must(s.JobsExtend(ctx, &store.JobsExtendParams{Queue: "other", Node: "alive", Lease: time.Minute}))(t); n != 0 {
 		t.Fatalf("JobsExtend on other queue moved %d", n)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(2 * time.Second)
 	if n := must(s.JobsRescue(ctx, "q"))(t); n != 2 {
 		t.Fatalf("JobsRescue = %d, want 2", n)
 	}
@@ -563,7 +565,9 @@ func testJobsDue(t *testing.T, s store.Store) {
 	insert(t, s, "due.1", 3, 0)
 	insert(t, s, "due-2", 1, 0)
 	insert(t, s, "deferred", 2, time.Hour)
-	soon := insert(t, s, "deferred", 1, 500*time.Millisecond)
+	// Due in 3 s: the checks below must run before it is (at load 29 they
+	// ran more than 500 ms after the insert).
+	soon := insert(t, s, "deferred", 1, 3*time.Second)
 	insert(t, s, "grabbed", 2, 0)
 	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "grabbed", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
 	done := insert(t, s, "done", 1, 0)

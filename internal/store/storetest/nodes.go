@@ -19,6 +19,9 @@ import (
 var nodeTests = []conformanceTest{
 	{"Nodes_LeadershipClaimAndTakeover", testLeadership},
 	{"Nodes_ConcurrentClaimOneLeader", testLeadershipConcurrent},
+	{"Nodes_ClaimLimitAndYield", testClaimLimitAndYield},
+	{"Nodes_ConcurrentLimitedClaimsOneLeader", testLimitedClaimsConcurrent},
+	{"Nodes_LiveCountsLeads", testNodesLive},
 	{"Nodes_SessionKeepsNodeFromReap", testNodeSessionHeld},
 	{"Nodes_SessionClosedIsReapedAndGrabsRescued", testNodeSessionClosed},
 	{"Nodes_WithoutSessionNeverReaped", testNodeWithoutSession},
@@ -342,4 +345,125 @@ func sessionChild(t *testing.T, s store.Store) {
 	fmt.Println("ready")
 	<-ctx.Done()
 	t.Fatal("child: not killed within a minute")
+}
+
+// ledNames returns the names of the queues node leads.
+func ledNames(t *testing.T, s store.Store, node string) []string {
+	t.Helper()
+	var names []string
+	for _, q := range must(s.QueuesLed(ctxT(t), node))(t) {
+		names = append(names, q.Name)
+	}
+	return names
+}
+
+func testClaimLimitAndYield(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	for _, q := range []string{"a", "b", "c", "d", "e"} {
+		putQueue(t, s, q)
+	}
+	heartbeat(t, s, "n1", time.Minute)
+	heartbeat(t, s, "n2", time.Minute)
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1", Limit: 2}))
+	if got := fmt.Sprint(ledNames(t, s, "n1")); got != "[a b]" {
+		t.Fatalf("n1 claimed %s with limit 2, want [a b] (name order)", got)
+	}
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2", Limit: 2}))
+	if got := fmt.Sprint(ledNames(t, s, "n2")); got != "[c d]" {
+		t.Fatalf("n2 claimed %s with limit 2, want [c d] (a and b are led)", got)
+	}
+	// A yield gives up only the named queues the node leads.
+	ok(t, s.QueuesYield(ctx, &store.QueuesYieldParams{Node: "n1", Queues: []string{"a", "c", "zz"}}))
+	if got := fmt.Sprint(ledNames(t, s, "n1")); got != "[b]" {
+		t.Fatalf("n1 leads %s after yielding a, want [b]", got)
+	}
+	if got := fmt.Sprint(ledNames(t, s, "n2")); got != "[c d]" {
+		t.Fatalf("n2 leads %s after n1 yielded c (which n2 leads), want [c d]", got)
+	}
+	ok(t, s.QueuesYield(ctx, &store.QueuesYieldParams{Node: "n1"})) // nothing named: nothing happens
+	// Limit 0 claims every free queue: a (yielded) and e (never led).
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2"}))
+	if got := fmt.Sprint(ledNames(t, s, "n2")); got != "[a c d e]" {
+		t.Fatalf("n2 leads %s after an unbounded claim, want [a c d e]", got)
+	}
+	if got := fmt.Sprint(ledNames(t, s, "n1")); got != "[b]" {
+		t.Fatalf("n1 leads %s, want [b]: a claim takes no live node's queue", got)
+	}
+}
+
+// testLimitedClaimsConcurrent races bounded claims of several nodes: every
+// queue ends with one leader, and no node takes more than its limit.
+func testLimitedClaimsConcurrent(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	const queues, limit = 40, 15
+	for i := range queues {
+		putQueue(t, s, fmt.Sprintf("q%02d", i))
+	}
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	for _, n := range nodes {
+		heartbeat(t, s, n, time.Minute)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		wg.Go(func() { errs <- s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: n, Limit: limit}) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		ok(t, err)
+	}
+	seen := map[string]string{}
+	for _, n := range nodes {
+		led := ledNames(t, s, n)
+		if len(led) > limit {
+			t.Errorf("%s claimed %d queues, limit %d", n, len(led), limit)
+		}
+		for _, q := range led {
+			if other, dup := seen[q]; dup {
+				t.Errorf("queue %s led by %s and %s", q, other, n)
+			}
+			seen[q] = n
+		}
+	}
+	// Claims that lost races took fewer than their limit; the free queues
+	// left are claimed by the next round.
+	for _, n := range nodes {
+		ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: n, Limit: limit}))
+	}
+	total := 0
+	for _, n := range nodes {
+		total += len(ledNames(t, s, n))
+	}
+	if total != queues {
+		t.Fatalf("%d of %d queues led after a second round of claims", total, queues)
+	}
+}
+
+func testNodesLive(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	c := must(s.NodesLive(ctx))(t)
+	if len(c.Nodes) != 0 || c.Queues != 0 {
+		t.Fatalf("NodesLive of an empty database = %+v", c)
+	}
+	for _, q := range []string{"a", "b", "c"} {
+		putQueue(t, s, q)
+	}
+	heartbeat(t, s, "n2", time.Minute)
+	heartbeat(t, s, "n1", time.Minute)
+	heartbeat(t, s, "gone", 300*time.Millisecond)
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "gone", Limit: 1}))
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2", Limit: 1}))
+	time.Sleep(400 * time.Millisecond) // "gone" expires; it still names a as its queue
+	c = must(s.NodesLive(ctx))(t)
+	var got []string
+	for _, n := range c.Nodes {
+		got = append(got, fmt.Sprintf("%s:%d", n.ID, n.Leads))
+		if n.Host != n.ID+":8080" || n.ExpiresAt.Before(n.StartedAt) {
+			t.Errorf("node %+v", n)
+		}
+	}
+	if fmt.Sprint(got) != "[n1:0 n2:1]" || c.Queues != 3 {
+		t.Fatalf("NodesLive = %v, %d queues; want [n1:0 n2:1] (the expired node left out), 3", got, c.Queues)
+	}
 }

@@ -1,0 +1,3 @@
+-- wait_ms: how long the jobs grabbed had waited since they were due, summed
+-- (the enqueue→delivery latency the dashboard charts).
+ALTER TABLE queue_stats ADD COLUMN wait_ms bigint NOT NULL DEFAULT 0;
