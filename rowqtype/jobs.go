@@ -69,6 +69,9 @@ type PushedJobs struct {
 const (
 	JobStatusClaimed = "claimed" // waiting or deferred
 	JobStatusGrabbed = "grabbed" // held by a node for delivery
+	// JobStatusLeased: a worker accepted the job and holds it until
+	// grabbed_until (its lease), renewed by its heartbeats.
+	JobStatusLeased = "leased"
 )
 
 // Job is a stored job as the inspection endpoints answer it
@@ -80,7 +83,7 @@ type Job struct {
 	Category   string          `json:"category"`
 	URL        string          `json:"url"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
-	Status     string          `json:"status"` // JobStatusClaimed or JobStatusGrabbed
+	Status     string          `json:"status"` // JobStatusClaimed, JobStatusGrabbed or JobStatusLeased
 	CreatedAt  time.Time       `json:"created_at"`
 	NextTry    time.Time       `json:"next_try"`
 	Timeout    int             `json:"timeout"`
@@ -91,6 +94,10 @@ type Job struct {
 	// node that holds it, and until when unless a delivery extends it.
 	GrabbedBy    string     `json:"grabbed_by,omitempty"`
 	GrabbedUntil *time.Time `json:"grabbed_until,omitempty"`
+	// Progress (0..1) and Message are rowq's, sent when the worker that
+	// accepted the job told them in a heartbeat.
+	Progress *float64 `json:"progress,omitempty"`
+	Message  string   `json:"message,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

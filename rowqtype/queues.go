@@ -56,6 +56,9 @@ type WakeRequest struct {
 	// Settings says the queue's settings changed: the leader re-reads
 	// them now.
 	Settings bool `json:"settings,omitempty"`
+	// Cancel names a job of the queue that was cancelled: the node aborts
+	// its delivery if it runs there.
+	Cancel int64 `json:"cancel,omitempty"`
 }
 
 // WakeResult is the answer of POST /queue/{name}/wake: Woken tells
@@ -69,17 +72,20 @@ type WakeResult struct {
 // (GET /queue/{name}/stats; GET /queues/stats maps each queue's name to
 // them). docs/api.md says what each field means and how fresh it is.
 type QueueStats struct {
-	TotalPushes            int64   `json:"total_pushes"`
-	TotalPops              int64   `json:"total_pops"`
-	TotalSuccesses         int64   `json:"total_successes"`
-	TotalFailures          int64   `json:"total_failures"`
-	TotalPermanentFailures int64   `json:"total_permanent_failures"`
-	TotalCompletes         int64   `json:"total_completes"`
-	TotalElapsed           int64   `json:"total_elapsed"` // milliseconds
-	PushesPerSecond        float64 `json:"pushes_per_second"`
-	PopsPerSecond          float64 `json:"pops_per_second"`
-	OutstandingJobs        int64   `json:"outstanding_jobs"`
-	TotalWorkers           int     `json:"total_workers"`
-	IdleWorkers            int     `json:"idle_workers"`
-	ActiveNodes            int     `json:"active_nodes"`
+	TotalPushes            int64 `json:"total_pushes"`
+	TotalPops              int64 `json:"total_pops"`
+	TotalSuccesses         int64 `json:"total_successes"`
+	TotalFailures          int64 `json:"total_failures"`
+	TotalPermanentFailures int64 `json:"total_permanent_failures"`
+	TotalCompletes         int64 `json:"total_completes"`
+	TotalElapsed           int64 `json:"total_elapsed"` // milliseconds
+	// TotalCancels is rowq's: jobs cancelled (POST
+	// /queue/{name}/job/{id}/cancel).
+	TotalCancels    int64   `json:"total_cancels"`
+	PushesPerSecond float64 `json:"pushes_per_second"`
+	PopsPerSecond   float64 `json:"pops_per_second"`
+	OutstandingJobs int64   `json:"outstanding_jobs"`
+	TotalWorkers    int     `json:"total_workers"`
+	IdleWorkers     int     `json:"idle_workers"`
+	ActiveNodes     int     `json:"active_nodes"`
 }

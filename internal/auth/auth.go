@@ -41,6 +41,9 @@ const (
 	Enqueue Scope = "enqueue"
 	// Locks: the lock endpoints.
 	Locks Scope = "locks"
+	// Work: what a worker sends about a job it accepted: POST
+	// /job/{id}/heartbeat and POST /job/{id}/complete.
+	Work Scope = "work"
 	// Admin: everything, the other scopes' routes included.
 	Admin Scope = "admin"
 )
@@ -51,7 +54,7 @@ const Node Scope = "node"
 
 // Scopes lists the scopes a token may be given, in the order they are
 // shown.
-var Scopes = []Scope{Read, Enqueue, Locks, Admin}
+var Scopes = []Scope{Read, Enqueue, Locks, Work, Admin}
 
 // TokenPrefix starts every token rowq makes, so that a token is
 // recognised in a config file or by a secret scanner.

@@ -43,7 +43,7 @@ func TestParseScopes(t *testing.T) {
 		{in: "read", want: []auth.Scope{auth.Read}},
 		{in: "read, enqueue,read", want: []auth.Scope{auth.Read, auth.Enqueue}},
 		{in: "locks,admin", want: []auth.Scope{auth.Locks, auth.Admin}},
-		{in: "", err: `scope: want read,enqueue,locks,admin, got ""`},
+		{in: "", err: `scope: want read,enqueue,locks,work,admin, got ""`},
 		{in: "read,write", err: `got "write"`},
 		{in: "node", err: `got "node"`},
 	} {

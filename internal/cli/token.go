@@ -53,7 +53,7 @@ func tokenCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch sub {
 	case "create":
-		scopes := fs.String("scope", "", "comma-separated scopes: read, enqueue, locks, admin (required)")
+		scopes := fs.String("scope", "", "comma-separated scopes: read, enqueue, locks, work, admin (required)")
 		queues := fs.String("queues", "", "comma-separated globs of the queues the token is confined to (default: every queue)")
 		expires := fs.String("expires", "", "how long the token lives, such as 90d, 12h or 30m (default: until revoked)")
 		if err := parseNamed(fs, args, 1); err != nil {
@@ -108,7 +108,7 @@ func tokenParams(name, scopes, queues, expires string) (*store.TokenCreateParams
 		return nil, fmt.Errorf("token create: %w", err)
 	}
 	if scopes == "" {
-		return nil, errors.New("token create: --scope: required: read, enqueue, locks or admin (comma-separated)")
+		return nil, errors.New("token create: --scope: required: read, enqueue, locks, work or admin (comma-separated)")
 	}
 	ss, err := auth.ParseScopes(scopes)
 	if err != nil {

@@ -40,7 +40,7 @@ func TestToken_CreateListRevoke(t *testing.T) {
 			want string
 		}{
 			{[]string{"create", "ci", "--scope", "read"}, `a token named "ci" exists`},
-			{[]string{"create", "x", "--scope", "write"}, `--scope: want read,enqueue,locks,admin, got "write"`},
+			{[]string{"create", "x", "--scope", "write"}, `--scope: want read,enqueue,locks,work,admin, got "write"`},
 			{[]string{"create", "x"}, "--scope: required"},
 			{[]string{"create", "x", "--scope", "read", "--queues", "a/b"}, "--queues:"},
 			{[]string{"create", "x", "--scope", "read", "--expires", "soon"}, "--expires: want a duration"},

@@ -13,6 +13,9 @@ type Nudger interface {
 	// Changed tells the queue's leader on another node to re-read the
 	// queue's settings now.
 	Changed(queue string)
+	// Cancel tells the queue's leader on another node that a job was
+	// cancelled: it aborts the job's delivery if it runs there.
+	Cancel(queue string, id int64)
 }
 
 // Wake tells the leader of queue that a job of the queue is due now

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -55,15 +56,33 @@ func (r *runner) process(j *store.Job) {
 	d.cfg.Stats.Busy(r.name, 1)
 	defer d.cfg.Stats.Busy(r.name, -1)
 	began := time.Now()
-	res := deliver(d.deliverCtx, &d.cfg, j)
+	ctx, cancel := context.WithCancelCause(d.deliverCtx)
+	dl := &delivery{cancel: cancel}
+	d.deliveries.Store(j.ID, dl)
+	res := deliver(ctx, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
+	d.deliveries.CompareAndDelete(j.ID, dl)
+	aborted := errors.Is(context.Cause(ctx), errCancelled)
+	cancel(nil)
 	elapsed := time.Since(began)
 	if d.deliverCtx.Err() != nil {
 		return // hard stop: the grab expires and the job is delivered again
 	}
 	log := r.log.With("job_id", j.ID)
+	if aborted {
+		log.Debug("delivery aborted: the job was cancelled")
+		return // the cancel removed the job
+	}
 	var err error
 	outcome := stats.PermanentFailure
 	switch {
+	case res.Status == StatusAccepted:
+		// Counted when the worker completes it (Dispatcher.Complete); its
+		// worker slot comes free now.
+		log.Debug("job accepted", "lease", res.Lease)
+		if err := r.accept(j, res.Lease); err != nil && d.deliverCtx.Err() == nil {
+			log.Warn("job was taken from this node before its acceptance was recorded; it will be delivered again", "err", err)
+		}
+		return
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
 		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })

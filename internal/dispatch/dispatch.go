@@ -15,7 +15,8 @@
 // Files: dispatch.go the Dispatcher and its leadership cycle; runner.go a
 // queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
 // ahead of free slots; deliver.go a slot's deliveries and their outcome;
-// protocol.go the HTTP request to a worker and its answer; backoff.go
+// protocol.go the HTTP request to a worker and its answer; lease.go
+// accepted jobs: lease tokens, heartbeats, completions, expiry; backoff.go
 // retry delays; throttle.go max_dispatches_per_second; probe.go the
 // prober of parked queues.
 //
@@ -70,6 +71,10 @@ type Config struct {
 	WorkerURLs *egress.Policy
 	// Signer signs deliveries (Standard Webhooks); nil signs none.
 	Signer *signing.Signer
+	// LeaseKey signs the lease tokens of deliveries (lease.go); every node
+	// of a database must have the same. Empty: a random key, whose tokens
+	// only this node verifies.
+	LeaseKey []byte
 	// RefreshInterval is how often the node heartbeats, claims queues and
 	// reloads queue settings (1s).
 	RefreshInterval time.Duration
@@ -113,6 +118,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if len(c.LeaseKey) == 0 {
+		c.LeaseKey = newLeaseKey()
+	}
 }
 
 // Dispatcher runs the queues this node leads.
@@ -125,6 +133,12 @@ type Dispatcher struct {
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[int64, struct{}]
+
+	// deliveries holds the deliveries running on this node, by job id
+	// (*delivery), so that a cancelled job's request can be aborted.
+	deliveries sync.Map
+	// macs pools the HMACs of lease tokens (lease.go).
+	macs sync.Pool
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -204,6 +218,7 @@ func (d *Dispatcher) loop() {
 	defer close(d.loopDone)
 	t := time.NewTicker(d.cfg.RefreshInterval)
 	defer t.Stop()
+	var lastPurge time.Time
 	for {
 		select {
 		case <-d.stop:
@@ -214,6 +229,10 @@ func (d *Dispatcher) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
 		d.cycle(ctx)
 		cancel()
+		if time.Since(lastPurge) >= time.Minute {
+			lastPurge = time.Now()
+			d.purgeResults()
+		}
 	}
 }
 

@@ -39,6 +39,8 @@ type Result struct {
 	// RetryAfter is the worker's "retry_after" (seconds, capped at 30
 	// days) on a failure; nil when absent, negative or not a number.
 	RetryAfter *time.Duration
+	// Lease is the worker's "lease" when it answered StatusAccepted.
+	Lease time.Duration
 }
 
 // requestBody is what the worker receives: the raw text of a string
@@ -57,7 +59,7 @@ func requestBody(payload json.RawMessage) []byte {
 // status code is recorded but does not decide the outcome; the body does.
 // A URL or an address the worker-URL policy refuses fails the job for
 // good: delivering it again would be refused again.
-func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
+func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) Result {
 	if j.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.Timeout)*time.Second)
@@ -73,7 +75,7 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 	if err := cfg.WorkerURLs.CheckURL(req.URL); err != nil {
 		return Result{Status: StatusPermanentFailure, Message: truncate("worker url refused: " + err.Error())}
 	}
-	setHeaders(req.Header, cfg, j, body)
+	setHeaders(req.Header, cfg, j, body, leaseToken)
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		var refused *egress.Error
@@ -103,11 +105,12 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job) Result {
 }
 
 // setHeaders sets what every delivery carries: the content type, the user
-// agent, the job's id, attempt, queue and category, and with a signer the
+// agent, the job's id, attempt, queue and category, the delivery's lease
+// token, and with a signer the
 // Standard Webhooks headers (as the spec spells them, in lower case).
 // One slice holds every value: one allocation instead of one per header.
-func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte) {
-	v := make([]string, 0, 9)
+func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte, leaseToken string) {
+	v := make([]string, 0, 10)
 	set := func(name, value string) {
 		v = append(v, value)
 		h[name] = v[len(v)-1 : len(v) : len(v)]
@@ -120,6 +123,7 @@ func setHeaders(h http.Header, cfg *Config, j *store.Job, body []byte) {
 	set("Rowq-Attempt", strconv.Itoa(j.FailCount+1))
 	set("Rowq-Queue", j.Queue)
 	set("Rowq-Category", j.Category)
+	set(LeaseTokenHeader, leaseToken)
 	if cfg.Signer != nil {
 		id, ts := messageID(j), strconv.FormatInt(time.Now().Unix(), 10)
 		set(signing.HeaderID, id)
@@ -153,6 +157,8 @@ func parseResponse(code int, body []byte) Result {
 		return Result{Status: StatusFailure, Code: code, Message: truncate("worker response is not JSON: " + string(body))}
 	}
 	switch r.Status {
+	case StatusAccepted:
+		return acceptedResponse(code, body)
 	case StatusFailure:
 		return Result{Status: r.Status, Code: code, Message: truncate(r.Message), RetryAfter: retryAfter(body)}
 	case StatusSuccess, StatusPermanentFailure:
@@ -160,6 +166,27 @@ func parseResponse(code int, body []byte) Result {
 	default:
 		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf("worker answered unknown status %q: %s", r.Status, r.Message))}
 	}
+}
+
+// acceptedResponse reads an "accepted" answer: a 2xx with a "lease" of 1 s
+// to MaxLease. Anything else is a failure saying what was wrong, as the
+// worker may not be holding the job.
+func acceptedResponse(code int, body []byte) Result {
+	var r struct {
+		Lease *float64 `json:"lease"`
+	}
+	err := json.Unmarshal(body, &r)
+	switch {
+	case code/100 != 2:
+		return Result{Status: StatusFailure, Code: code, Message: fmt.Sprintf("worker answered accepted with HTTP %d: an accepted answer must be 2xx", code)}
+	case err != nil:
+		return Result{Status: StatusFailure, Code: code, Message: "worker answered accepted with a lease that is not a number: lease must be 1..86400 seconds"}
+	case r.Lease == nil:
+		return Result{Status: StatusFailure, Code: code, Message: "worker answered accepted without a lease: lease must be 1..86400 seconds"}
+	case *r.Lease < 1 || *r.Lease > MaxLease.Seconds():
+		return Result{Status: StatusFailure, Code: code, Message: fmt.Sprintf("worker answered accepted with lease %v: lease must be 1..86400 seconds", *r.Lease)}
+	}
+	return Result{Status: StatusAccepted, Code: code, Lease: time.Duration(*r.Lease * float64(time.Second))}
 }
 
 // truncate cuts s to maxMessage bytes and makes it storable in every

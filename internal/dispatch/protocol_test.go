@@ -35,7 +35,7 @@ func BenchmarkDeliver(b *testing.B) {
 			cfg := &Config{Client: worker.Client(), UserAgent: "rowq", Signer: tc.signer}
 			b.ReportAllocs()
 			for b.Loop() {
-				if res := deliver(context.Background(), cfg, j); res.Status != StatusSuccess {
+				if res := deliver(context.Background(), cfg, j, "1.token"); res.Status != StatusSuccess {
 					b.Fatalf("delivery: %+v", res)
 				}
 			}

@@ -285,6 +285,7 @@ func (r *runner) grab(n int) ([]*store.Job, error) {
 }
 
 func (r *runner) rescue() {
+	r.expireLeases()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := r.d.cfg.Store.JobsRescue(ctx, r.name)

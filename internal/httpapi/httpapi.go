@@ -14,8 +14,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/rowq/rowq/internal/auth"
+	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/lock"
@@ -35,6 +37,21 @@ type Dispatcher interface {
 	// Nudged handles a nudge from another node and reports whether this
 	// node leads the queue.
 	Nudged(queue string, settings bool) bool
+	// Heartbeat renews the lease of an accepted job (a *dispatch.LeaseError
+	// when it is no longer held).
+	Heartbeat(ctx context.Context, b *dispatch.Beat) (time.Time, error)
+	// Complete records the result of an accepted job.
+	Complete(ctx context.Context, c *dispatch.Completion) error
+	// LeaseQueue returns the queue of the job a lease token holds, "" if
+	// none.
+	LeaseQueue(ctx context.Context, id int64, token string) (string, error)
+	// JobCancelled tells that a job was cancelled (committed): it is
+	// counted, and its delivery, if one runs (node: the job's holder),
+	// aborted.
+	JobCancelled(queue string, id int64, node string)
+	// Abort aborts the delivery of a cancelled job if it runs on this
+	// node (a nudge from the node that cancelled it).
+	Abort(id int64) bool
 }
 
 // Scheduler is the node's schedule loop as the API sees it
@@ -118,12 +135,17 @@ func (a *API) routes() {
 		read    = auth.Read
 		enq     = auth.Enqueue
 		locks   = auth.Locks
+		work    = auth.Work
 		admin   = auth.Admin
 		byQueue = queuePath
 		byLock  = lockPath
 		bySched = schedulePath
 	)
 	a.handle("POST /job/{category}", need(inHandler, enq), a.pushJob)
+	// A worker's lease of an accepted job (the token names its job's
+	// queue: confined in the handler).
+	a.handle("POST /job/{id}/heartbeat", need(inHandler, work), a.heartbeatJob)
+	a.handle("POST /job/{id}/complete", need(inHandler, work), a.completeJob)
 
 	a.handle("GET /queues", need(inHandler, read), a.listQueues)
 	a.handle("GET /queue/{name}", need(byQueue, read), a.getQueue)
@@ -143,6 +165,7 @@ func (a *API) routes() {
 	a.handle("GET /queue/{name}/deferred", need(byQueue, read), a.listJobs(store.JobsDeferred))
 	a.handle("GET /queue/{name}/job/{id}", need(byQueue, read), a.getJob)
 	a.handle("DELETE /queue/{name}/job/{id}", need(byQueue, admin), a.deleteJob)
+	a.handle("POST /queue/{name}/job/{id}/cancel", need(byQueue, admin), a.cancelJob)
 	a.handle("GET /queue/{name}/failed", need(byQueue, read), a.listFailed)
 	a.handle("GET /queue/{name}/failed/{id}", need(byQueue, read), a.getFailed)
 	a.handle("DELETE /queue/{name}/failed/{id}", need(byQueue, admin), a.deleteFailed)

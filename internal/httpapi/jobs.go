@@ -188,13 +188,17 @@ func elementError(name string, err error) error {
 // inspection endpoints.
 func toJobJSON(j *store.Job) *rowqtype.Job {
 	status := rowqtype.JobStatusClaimed
-	if j.State == store.StateGrabbed {
+	switch j.State {
+	case store.StateGrabbed:
 		status = rowqtype.JobStatusGrabbed
+	case store.StateLeased:
+		status = rowqtype.JobStatusLeased
 	}
 	return &rowqtype.Job{
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
+		Progress: j.Progress, Message: j.ProgressMessage,
 	}
 }
 

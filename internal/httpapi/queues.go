@@ -147,6 +147,12 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if err := decodeOptional(r, &req); err != nil {
 		return nil, err
 	}
+	if req.Cancel < 0 {
+		return nil, errorf(http.StatusBadRequest, "cancel: must be a job id, got %d", req.Cancel)
+	}
+	if req.Cancel > 0 {
+		a.cfg.Dispatcher.Abort(req.Cancel)
+	}
 	return &rowqtype.WakeResult{QueueName: name, Woken: a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
 }
 

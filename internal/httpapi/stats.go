@@ -15,6 +15,7 @@ func toStatsJSON(q *store.QueueStats) *rowqtype.QueueStats {
 	out := &rowqtype.QueueStats{
 		TotalPushes: q.Pushes, TotalPops: q.Pops, TotalSuccesses: q.Successes, TotalFailures: q.Failures,
 		TotalPermanentFailures: q.PermanentFailures, TotalCompletes: q.Completes, TotalElapsed: q.ElapsedMs,
+		TotalCancels:    q.Cancels,
 		PushesPerSecond: q.PushesPerSecond, PopsPerSecond: q.PopsPerSecond, OutstandingJobs: q.Outstanding,
 	}
 	// One node dispatches a queue: its workers are the queue's workers.

@@ -296,3 +296,43 @@ func TestJobOptions_BadInput(t *testing.T) {
 		b.ok(t, "POST", "/jobs", jobs(many[:1000]...), nil)
 	})
 }
+
+func TestLeaseRoutes_BadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil)
+	const tok = `"lease_token":"1.AAAAAAAAAAAAAAAAAAAAAA"`
+	long := strings.Repeat("m", 4097)
+	tests := []badInput{
+		{name: "HeartbeatBadID", path: "/job/x/heartbeat", body: `{` + tok + `,"lease":10}`, field: "id"},
+		{name: "HeartbeatZeroID", path: "/job/0/heartbeat", body: `{` + tok + `,"lease":10}`, field: "id"},
+		{name: "HeartbeatNoToken", path: "/job/1/heartbeat", body: `{"lease":10}`, field: "lease_token"},
+		{name: "HeartbeatTokenTooLong", path: "/job/1/heartbeat", body: `{"lease_token":"` + strings.Repeat("t", 129) + `","lease":10}`, field: "lease_token"},
+		{name: "HeartbeatTokenMalformed", path: "/job/1/heartbeat", body: `{"lease_token":"nope","lease":10}`, field: "lease_token"},
+		{name: "HeartbeatNoLease", path: "/job/1/heartbeat", body: `{` + tok + `}`, field: "lease"},
+		{name: "HeartbeatLeaseTooShort", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":0.5}`, field: "lease"},
+		{name: "HeartbeatLeaseTooLong", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":86401}`, field: "lease"},
+		{name: "HeartbeatLeaseString", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":"10"}`, field: "lease"},
+		{name: "HeartbeatProgressAboveOne", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"progress":1.5}`, field: "progress"},
+		{name: "HeartbeatProgressNegative", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"progress":-0.1}`, field: "progress"},
+		{name: "HeartbeatMessageTooLong", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"message":"` + long + `"}`, field: "message"},
+		{name: "HeartbeatUnknownField", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"ttl":5}`, field: "ttl"},
+		{name: "CompleteNoToken", path: "/job/1/complete", body: `{"status":"success"}`, field: "lease_token"},
+		{name: "CompleteNoStatus", path: "/job/1/complete", body: `{` + tok + `}`, field: "status"},
+		{name: "CompleteBadStatus", path: "/job/1/complete", body: `{` + tok + `,"status":"accepted"}`, field: "status"},
+		{name: "CompleteMessageTooLong", path: "/job/1/complete", body: `{` + tok + `,"status":"success","message":"` + long + `"}`, field: "message"},
+		{name: "CompleteRetryAfterOnSuccess", path: "/job/1/complete", body: `{` + tok + `,"status":"success","retry_after":5}`, field: "retry_after"},
+		{name: "CompleteRetryAfterNegative", path: "/job/1/complete", body: `{` + tok + `,"status":"failure","retry_after":-1}`, field: "retry_after"},
+		{name: "CompleteRetryAfterTooLong", path: "/job/1/complete", body: `{` + tok + `,"status":"failure","retry_after":2592001}`, field: "retry_after"},
+		{name: "CompleteEmptyBody", path: "/job/1/complete", body: ``, field: "body"},
+	}
+	for i := range tests {
+		tests[i].method, tests[i].status = "POST", http.StatusBadRequest
+	}
+	tests = append(tests,
+		// Well formed, but not a token of this node's key: the lease is
+		// not held.
+		badInput{name: "HeartbeatForgedToken", method: "POST", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10}`, status: http.StatusConflict, field: "lease_token"},
+		badInput{name: "CompleteForgedToken", method: "POST", path: "/job/1/complete", body: `{` + tok + `,"status":"success"}`, status: http.StatusConflict, field: "lease_token"},
+	)
+	runBadInputs(t, b, tests)
+}

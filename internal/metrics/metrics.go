@@ -100,6 +100,7 @@ func newQueueCollector(cfg Config) *queueCollector {
 			m("failures_total", "Deliveries that did not succeed, retried or not.", counter, func(q *store.QueueStats) float64 { return float64(q.Failures) }),
 			m("permanent_failures_total", "Jobs moved to the failure log.", counter, func(q *store.QueueStats) float64 { return float64(q.PermanentFailures) }),
 			m("completes_total", "Jobs finished: successes and permanent failures.", counter, func(q *store.QueueStats) float64 { return float64(q.Completes) }),
+			m("cancels_total", "Jobs cancelled.", counter, func(q *store.QueueStats) float64 { return float64(q.Cancels) }),
 			m("delivery_seconds_total", "Time spent in deliveries.", counter, func(q *store.QueueStats) float64 { return float64(q.ElapsedMs) / 1000 }),
 			m("wait_seconds_total", "Time the jobs grabbed had waited since they were due (rate over pops_total's rate: the mean enqueue-to-delivery latency).", counter, func(q *store.QueueStats) float64 { return float64(q.WaitMs) / 1000 }),
 			m("outstanding_jobs", "Jobs stored in the queue: waiting, deferred or grabbed.", gauge, func(q *store.QueueStats) float64 { return float64(q.Outstanding) }),

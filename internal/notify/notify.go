@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +115,13 @@ func (n *Nudger) Wake(queue string) {
 // nudge to arrive.
 func (n *Nudger) Changed(queue string) {
 	go n.nudge(queue, settingsBody)
+}
+
+// Cancel tells the leader of queue, if another node, that job id was
+// cancelled: it aborts the job's delivery if it runs there. It does not
+// wait for the nudge to arrive.
+func (n *Nudger) Cancel(queue string, id int64) {
+	go n.nudge(queue, `{"cancel":`+strconv.FormatInt(id, 10)+`}`)
 }
 
 // settingsBody asks the leader to re-read the queue's settings too.

@@ -47,6 +47,8 @@ var routeDecisions = map[string]routeAuth{
 	"GET /version": {}, "GET /healthz": {},
 
 	"POST /job/{category}": {scopes: "enqueue"}, "POST /jobs": {scopes: "enqueue"},
+	"POST /job/{id}/heartbeat": {scopes: "work"}, "POST /job/{id}/complete": {scopes: "work"},
+	"POST /queue/{name}/job/{id}/cancel": {scopes: "admin"},
 
 	"GET /queues": {scopes: "read"}, "GET /queue/{name}": {scopes: "read"}, "GET /queue/{name}/node": {scopes: "read"},
 	"GET /routings": {scopes: "read"}, "GET /routing/{category}": {scopes: "read"},
@@ -104,7 +106,7 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		url := dbtest.URL(t, dialect)
 		st := dbtest.OpenURL(t, url)
-		all := []string{"read", "enqueue", "locks", "admin"}
+		all := []string{"read", "enqueue", "locks", "work", "admin"}
 		tokens := map[string]string{"confined": makeToken(t, st, "confined", []string{"read"}, "q*")}
 		for _, s := range all {
 			tokens[s] = makeToken(t, st, s, []string{s})

@@ -175,6 +175,8 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 				return 500, `{"status":"permanent-failure","message":"no"}`, 0
 			case "slow":
 				return 200, `{"status":"success"}`, 4 * time.Second
+			case "accept":
+				return 202, `{"status":"accepted","lease":60}`, 0
 			}
 			return 200, `{"status":"success"}`, 0
 		})
@@ -258,6 +260,30 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("DELETE", "/queue/q/failed", `{"ids":[999999]}`, 200)
 		c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","payload":"batch","priority":5},{"category":"c","url":"`+w.URL+`","unique_key":"k1"}]}`, 200)
 		c.call("POST", "/job/c", jobBody("keyed", `,"unique_key":"k2","retry_backoff":"exponential","retry_delay":1,"retry_delay_max":10,"max_retries":2`), 200)
+		// Accepted, then completed.
+		c.call("POST", "/job/c", jobBody("accept", ""), 200)
+		testworker.WaitFor(t, 30*time.Second, "the accepted job's delivery", func() bool { return w.Count("accept") > 0 })
+		h := w.Of("accept")[0].Header
+		id, tok := h.Get("Rowq-Job-Id"), h.Get("Rowq-Lease-Token")
+		testworker.WaitFor(t, 30*time.Second, "the accepted job leased", func() bool {
+			return strings.Contains(string(c.call("GET", "/queue/q/job/"+id, "", 200)), `"status":"leased"`)
+		})
+		c.call("POST", "/job/"+id+"/heartbeat", `{"lease_token":"`+tok+`","lease":120,"progress":0.5,"message":"half"}`, 200)
+		c.call("POST", "/job/"+id+"/heartbeat", `{"lease_token":"`+tok+`","lease":0}`, 400)
+		c.call("POST", "/job/"+id+"/heartbeat", `{"lease_token":"nope","lease":10}`, 400)
+		c.call("GET", "/queue/q/job/"+id, "", 200)
+		done := `{"lease_token":"` + tok + `","status":"success","message":"ok"}`
+		c.call("POST", "/job/"+id+"/complete", done, 200)
+		c.call("POST", "/job/"+id+"/complete", done, 200)
+		c.call("POST", "/job/"+id+"/complete", `{"lease_token":"`+tok+`","status":"failure"}`, 409)
+		c.call("POST", "/job/"+id+"/heartbeat", `{"lease_token":"`+tok+`","lease":10}`, 409)
+		c.call("POST", "/job/"+id+"/complete", `{"lease_token":"`+tok+`","status":"done"}`, 400)
+		// Cancellation.
+		var later struct{ ID int64 }
+		json.Unmarshal(c.call("POST", "/job/c", jobBody("cancel-me", `,"run_after":3600`), 200), &later)
+		c.call("POST", fmt.Sprintf("/queue/q/job/%d/cancel", later.ID), "", 200)
+		c.call("POST", fmt.Sprintf("/queue/q/job/%d/cancel", later.ID), "", 404)
+		c.call("POST", "/queue/q/job/x/cancel", "", 400)
 		c.call("POST", "/queue/q2/pause", "", 200)
 		c.call("POST", "/queue/q2/resume", "", 200)
 		testworker.WaitFor(t, 30*time.Second, "a leader", func() bool {
@@ -273,6 +299,8 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/queue/q/wake", `{"settings":"yes"}`, 400)
 		c.call("POST", "/queue/-%20/wake", "", 400)
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
+		c.call("POST", "/queue/q/wake", `{"cancel":123456}`, 200)
+		c.call("POST", "/queue/q/wake", `{"cancel":-1}`, 400)
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/ui", "", 200)
 		c.call("GET", "/ui/outbox", "", 200)

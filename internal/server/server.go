@@ -193,6 +193,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the dashboard's session key: %w", err)
 	}
+	leaseKey, err := s.store.SecretEnsure(ctx, dispatch.LeaseKeySecret, auth.NewNodeKey())
+	if err != nil {
+		return fmt.Errorf("read the lease key: %w", err)
+	}
 	verifier := auth.New(auth.Config{Tokens: s.store, Logger: s.log, Mode: cfg.Auth, AdminToken: cfg.AdminToken, NodeKey: nodeKey})
 	if err := s.startAll(ctx, verifier); err != nil {
 		return err
@@ -221,6 +225,7 @@ func (s *Server) Start(ctx context.Context) error {
 		UserAgent:       cfg.DispatchUserAgent,
 		WorkerURLs:      s.workerURLs,
 		Signer:          s.signer,
+		LeaseKey:        []byte(leaseKey),
 		RefreshInterval: cfg.ConfigRefreshInterval,
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,

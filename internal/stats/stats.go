@@ -160,6 +160,11 @@ func (r *Recorder) Delivered(queue string, o Outcome, elapsed time.Duration) {
 	})
 }
 
+// Cancelled counts a job cancelled through this node.
+func (r *Recorder) Cancelled(queue string) {
+	r.add(queue, func(c *counts) { c.Cancels++ })
+}
+
 // Busy adds delta (+1 or -1) to the deliveries in flight for queue.
 func (r *Recorder) Busy(queue string, delta int) {
 	if r == nil {

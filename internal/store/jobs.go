@@ -67,14 +67,48 @@ type JobStore interface {
 	// JobGet returns one job of the queue, or ErrNotFound.
 	JobGet(ctx context.Context, queue string, id int64) (*Job, error)
 
+	// JobLease moves a job held by grab p.Grabs (grabbed, or already
+	// leased) to StateLeased until the database's now + p.Lease, sets
+	// progress and message when given, and returns the new expiry. A job
+	// that was rescued and grabbed again, finished or deleted is not held
+	// by that grab: ErrNotFound. grabbed_by keeps the node that delivered
+	// it, for the record; the lease is the row's, not that node's.
+	JobLease(ctx context.Context, p *JobLeaseParams) (time.Time, error)
+	// JobHeld returns the job if grab grabs holds it (grabbed or leased),
+	// else ErrNotFound.
+	JobHeld(ctx context.Context, id int64, grabs int) (*Job, error)
+	// JobFinish deletes, retries or fails (p.Outcome) a job held by grab
+	// p.Grabs (grabbed or leased; with p.Expired, leased and expired) and,
+	// unless p.Expired, records p.Status as that grab's result
+	// (JobResult), in one transaction. It returns the job's queue, or
+	// ErrNotFound when the grab does not hold the job.
+	JobFinish(ctx context.Context, p *JobFinishParams) (string, error)
+	// JobResult returns the status JobFinish recorded for the job's grab,
+	// or ErrNotFound.
+	JobResult(ctx context.Context, id int64, grabs int) (string, error)
+	// JobResultsPurge deletes the results recorded more than age ago and
+	// returns how many.
+	JobResultsPurge(ctx context.Context, age time.Duration) (int64, error)
+	// JobCancel removes a job of the queue, whatever its state, and
+	// returns it as it was, or ErrNotFound. A job that was grabbed or
+	// leased also gets the result ResultCancelled for its grab (JobResult),
+	// so that its worker's next heartbeat or completion learns why; its
+	// delivery's outcome, if it still comes, finds no job to write.
+	JobCancel(ctx context.Context, queue string, id int64) (*Job, error)
+	// JobsLeaseExpired returns up to p.Limit jobs of p.Queue whose lease
+	// has run out (StateLeased, grabbed_until passed), in any order. It
+	// locks nothing; JobFinish with Expired decides.
+	JobsLeaseExpired(ctx context.Context, p *JobsLeaseExpiredParams) ([]*Job, error)
+
 	// JobsDue returns those of queues that hold a waiting job due now (by
 	// the database's clock), in any order. Its cost grows with the number
 	// of queues, not with their jobs, so that a node's idle queues cost one
 	// query per polling interval, not one each.
 	JobsDue(ctx context.Context, queues []string) ([]string, error)
 	// JobsExpired returns those of queues that hold an expired grab (as
-	// JobsRescue sees it: grabbed_until passed, or its node unregistered),
-	// in any order: the queues whose rescue has something to do.
+	// JobsRescue sees it: grabbed_until passed, or its node unregistered)
+	// or an expired lease (JobsLeaseExpired), in any order: the queues
+	// whose rescue has something to do.
 	JobsExpired(ctx context.Context, queues []string) ([]string, error)
 }
 
@@ -94,7 +128,7 @@ type Job struct {
 	Category   string
 	URL        string
 	Payload    json.RawMessage // nil when the job has none
-	State      string          // StateWaiting or StateGrabbed
+	State      string          // StateWaiting, StateGrabbed or StateLeased
 	CreatedAt  time.Time
 	NextTry    time.Time
 	Timeout    int // seconds, 0 = none
@@ -102,7 +136,14 @@ type Job struct {
 	RetryDelay int // seconds
 	FailCount  int
 	GrabbedBy  string     // node id, "" unless grabbed
-	GrabbedTil *time.Time // nil unless grabbed
+	GrabbedTil *time.Time // nil unless grabbed or leased
+	// Grabs counts the job's grabs (hand-off included): the lease token
+	// of a delivery names it.
+	Grabs int
+	// Progress (0..1, nil: never told) and ProgressMessage are what the
+	// worker that accepted the job last told in a heartbeat.
+	Progress        *float64
+	ProgressMessage string
 	JobOptions
 }
 
@@ -179,7 +220,7 @@ func (p *JobInsertParams) GrabbedJob(id int64, node string, created, nextTry, un
 		ID: id, Queue: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
 		State: StateGrabbed, CreatedAt: created, NextTry: nextTry,
 		Timeout: p.Timeout, MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay,
-		GrabbedBy: node, GrabbedTil: &until, JobOptions: p.JobOptions,
+		GrabbedBy: node, GrabbedTil: &until, Grabs: 1, JobOptions: p.JobOptions,
 	}
 	if len(j.Payload) == 0 {
 		j.Payload = nil

@@ -37,6 +37,8 @@ type StatsCounters struct {
 	// enqueue→delivery latency of each attempt, whose mean is
 	// WaitMs/Pops.
 	WaitMs int64
+	// Cancels counts jobs cancelled (POST /queue/{name}/job/{id}/cancel).
+	Cancels int64
 }
 
 // Add adds d to c.
@@ -49,6 +51,7 @@ func (c *StatsCounters) Add(d *StatsCounters) {
 	c.Completes += d.Completes
 	c.ElapsedMs += d.ElapsedMs
 	c.WaitMs += d.WaitMs
+	c.Cancels += d.Cancels
 }
 
 // IsZero reports whether every counter is zero.

@@ -10,12 +10,13 @@ failure log, locks and schedules), on the standard library alone.
 """
 
 from .client import DEFAULT_URL, DEFERRED, GRABBED, WAITING, Client, default_owner
-from .errors import Conflict, LeaseLost, LockHeld, NotFound, RowqError
+from .errors import Conflict, LeaseConflict, LeaseLost, LockHeld, NotFound, RowqError
 from .lease import HeldLease
 from .types import (
     FailedJob,
     FailedResult,
     Job,
+    JobLease,
     Lease,
     Lock,
     NewJob,
@@ -45,7 +46,9 @@ __all__ = [
     "FailedResult",
     "HeldLease",
     "Job",
+    "JobLease",
     "Lease",
+    "LeaseConflict",
     "LeaseLost",
     "Lock",
     "LockHeld",

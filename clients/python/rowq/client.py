@@ -12,11 +12,12 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from .errors import Conflict, LockHeld, NotFound, RowqError
+from .errors import Conflict, LeaseConflict, LockHeld, NotFound, RowqError
 from .lease import HeldLease
 from .types import (
     FailedJob,
     Job,
+    JobLease,
     Lease,
     Lock,
     NewJob,
@@ -211,6 +212,36 @@ class Client:
         """Deletes one job of the queue, whatever its state, and returns it
         (DELETE /queue/{name}/job/{id})."""
         return Job.from_json(self.request("DELETE", f"/queue/{_seg(queue)}/job/{_seg(id)}"))
+
+    def cancel_job(self, queue: str, id: int) -> Job:
+        """Cancels one job of the queue, whatever its state, and returns it
+        as it was (POST /queue/{name}/job/{id}/cancel): a delivery in flight
+        is aborted, and a worker holding the job learns it at its next
+        heartbeat (LeaseConflict, reason "cancelled")."""
+        return Job.from_json(self.request("POST", f"/queue/{_seg(queue)}/job/{_seg(id)}/cancel"))
+
+    # Accepted jobs: a worker that answered {"status": "accepted", "lease":
+    # seconds} renews the lease and reports with the delivery's
+    # Rowq-Lease-Token (docs/workers.md). A 409 raises LeaseConflict.
+
+    def heartbeat(
+        self, id: int, lease_token: str, lease: float, *, progress: Optional[float] = None, message: Optional[str] = None
+    ) -> JobLease:
+        """Renews the lease of an accepted job to now + ``lease`` seconds
+        (POST /job/{id}/heartbeat); ``progress`` (0..1) and ``message`` show
+        in the job's inspection."""
+        body = _set(lease_token=lease_token, lease=lease, progress=progress, message=message)
+        return JobLease.from_json(self.request("POST", f"/job/{_seg(id)}/heartbeat", body=body))
+
+    def complete(
+        self, id: int, lease_token: str, status: str, *, message: Optional[str] = None, retry_after: Optional[float] = None
+    ) -> None:
+        """Reports the result of an accepted job (POST /job/{id}/complete):
+        "success", "failure" (retried after ``retry_after`` seconds or the
+        job's backoff, while retries are left) or "permanent-failure". The
+        same completion sent again succeeds again."""
+        body = _set(lease_token=lease_token, status=status, message=message, retry_after=retry_after)
+        self.request("POST", f"/job/{_seg(id)}/complete", body=body)
 
     # The failure log
 
@@ -508,5 +539,7 @@ def _error(status: int, raw: bytes) -> RowqError:
         message = body["error"]
     else:
         message = raw[:512].decode("utf-8", "replace").strip()
+    if status == 409 and isinstance(body, dict) and isinstance(body.get("reason"), str):
+        return LeaseConflict(status, message, body, body["reason"])
     cls = {404: NotFound, 409: Conflict}.get(status, RowqError)
     return cls(status, message, body)

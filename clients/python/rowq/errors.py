@@ -33,6 +33,17 @@ class Conflict(RowqError):
     that is not held."""
 
 
+class LeaseConflict(Conflict):
+    """A 409 to a heartbeat or completion of an accepted job: the worker
+    should stop working on it. ``reason`` is "lease_lost" (the lease ran
+    out, or the job was delivered again or deleted), "completed" (this
+    delivery was completed already) or "cancelled"."""
+
+    def __init__(self, status: int, message: str, body: Any, reason: str) -> None:
+        super().__init__(status, message, body)
+        self.reason = reason
+
+
 class LockHeld(Conflict):
     """An acquire that did not get the lock within its wait; ``holders``
     are the live holders the server named."""

@@ -129,8 +129,10 @@ class PushedJob:
 
 @dataclass
 class Job:
-    """A stored job: ``status`` is "claimed" (waiting or deferred) or
-    "grabbed" (held by ``grabbed_by`` for delivery until ``grabbed_until``)."""
+    """A stored job: ``status`` is "claimed" (waiting or deferred),
+    "grabbed" (held by ``grabbed_by`` for delivery until ``grabbed_until``)
+    or "leased" (a worker accepted it, until ``grabbed_until``; ``progress``
+    and ``message`` are what its last heartbeat told)."""
 
     id: int
     queue_name: str
@@ -146,6 +148,8 @@ class Job:
     retry_delay: int
     grabbed_by: Optional[str] = None
     grabbed_until: Optional[datetime] = None
+    progress: Optional[float] = None
+    message: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:
@@ -220,10 +224,23 @@ class QueueStats:
     total_workers: int
     idle_workers: int
     active_nodes: int
+    total_cancels: int = 0
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> QueueStats:
         return _build(cls, d, pushes_per_second=float, pops_per_second=float)
+
+
+@dataclass
+class JobLease:
+    """The lease of a job a worker accepted, as a heartbeat renewed it."""
+
+    id: int
+    lease_expires_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> JobLease:
+        return _build(cls, d, lease_expires_at=parse_time)
 
 
 @dataclass

@@ -42,9 +42,9 @@ func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*stor
 // with their old job ids, created_at and settings, and fail_count 0.
 const retryInsertSQL = `/* rowq:failed_jobs.retry */ INSERT INTO jobs
 	(id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_until)
+	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_until, grabs)
 	SELECT job_id, queue_name, category, url, payload, 'waiting', created_at, NOW(6), timeout, max_retries, retry_delay, 0,
-	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, NOW(6)
+	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, NOW(6), grabs
 	FROM failed_jobs WHERE id IN `
 
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
 	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until, " +
-	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter"
+	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
 func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
@@ -25,18 +26,24 @@ func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 		by      sql.NullString
 		until   sql.NullTime
 		key     sql.NullString
+		prog    sql.NullFloat64
+		pmsg    sql.NullString
 	)
 	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter}, extra...)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	j.Payload = payload // nil when NULL
 	j.UniqueKey = key.String
+	if prog.Valid {
+		j.Progress = &prog.Float64
+	}
+	j.ProgressMessage = pmsg.String
 	// grabbed_by and grabbed_until mean something only while the job is
-	// grabbed (migration 0701).
-	if j.State == store.StateGrabbed {
+	// grabbed or leased (migration 0701).
+	if j.State != store.StateWaiting {
 		j.GrabbedBy = by.String
 		if until.Valid {
 			j.GrabbedTil = &until.Time
@@ -150,11 +157,11 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 	var q strings.Builder
 	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
 		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until, grabs)
 		VALUES `)
-	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, '', NOW(6))"
+	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, '', NOW(6), 0)"
 	if hold != nil {
-		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND)"
+		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND, 1)"
 	}
 	args := make([]any, 0, 18*len(jobs))
 	for i, j := range jobs {
@@ -233,6 +240,7 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 			for _, j := range jobs {
 				til := until
 				j.State, j.GrabbedBy, j.GrabbedTil = store.StateGrabbed, p.Node, &til
+				j.Grabs++
 				args = append(args, j.ID)
 			}
 			_, err = tx.ExecContext(ctx, grabUpdateSQL(len(jobs)), args...)
@@ -370,7 +378,7 @@ const grabExpired = `(jobs.grabbed_until < NOW(6) OR NOT EXISTS (SELECT 1 FROM n
 // grabUpdateSQL marks n jobs, selected by grabSQL, as grabbed. Arguments:
 // node, until, ids.
 func grabUpdateSQL(n int) string {
-	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?
+	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?, grabs = grabs + 1
 		WHERE id IN (` + sqldb.Placeholders(n) + `)`
 }
 
@@ -429,26 +437,7 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 			if err != nil {
 				return err
 			}
-			f = &store.FailedJob{
-				JobID: j.ID, Queue: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
-				Status: p.Status, Code: p.Code, Message: p.Message, FailCount: j.FailCount + 1,
-				FailedAt: now, CreatedAt: j.CreatedAt,
-				Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, JobOptions: j.JobOptions,
-			}
-			f.UniqueKey = "" // the key frees when the job leaves the jobs table
-			res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
-				(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
-				 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt,
-				f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter)
-			if err != nil {
-				return err
-			}
-			if f.ID, err = res.LastInsertId(); err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail */ DELETE FROM jobs WHERE id = ?`, p.ID)
+			f, err = moveToFailed(ctx, tx, j, now, p.Status, p.Code, p.Message)
 			return err
 		})
 	})
@@ -456,6 +445,32 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return f, nil
+}
+
+// moveToFailed inserts j into the failure log with fail_count + 1 and the
+// result, failed at now, and deletes it from jobs, in tx.
+func moveToFailed(ctx context.Context, tx *sql.Tx, j *store.Job, now time.Time, status string, code int, message string) (*store.FailedJob, error) {
+	f := &store.FailedJob{
+		JobID: j.ID, Queue: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload,
+		Status: status, Code: code, Message: message, FailCount: j.FailCount + 1,
+		FailedAt: now, CreatedAt: j.CreatedAt,
+		Timeout: j.Timeout, MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, JobOptions: j.JobOptions,
+	}
+	f.UniqueKey = "" // the key frees when the job leaves the jobs table
+	res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
+		(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+		 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, grabs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt,
+		f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter, j.Grabs)
+	if err != nil {
+		return nil, err
+	}
+	if f.ID, err = res.LastInsertId(); err != nil {
+		return nil, err
+	}
+	_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail */ DELETE FROM jobs WHERE id = ?`, j.ID)
+	return f, err
 }
 
 // JobsRescue puts grabbed jobs of queue whose grab has expired
@@ -695,14 +710,21 @@ func jobsDueSQL(n int) string {
 			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
 }
 
-// jobsExpiredSQL names the queues, of n given, that hold an expired grab
-// (grabExpired); a queue's grabs, its deliveries in flight, are few: its
-// range of jobs_fetch (queue_name, state, …).
+// jobsExpiredSQL names the queues, of n given (twice: once for each half
+// of the UNION), that hold an expired grab (grabExpired) or an expired
+// lease. A queue's grabs, its deliveries in flight, are few: its range of
+// jobs_fetch (queue_name, state, …), as are its leases (the accepted jobs:
+// another range). Each half keeps its own plan; one OR of two EXISTS made
+// the server scan nodes whole instead of probing it by key.
 func jobsExpiredSQL(n int) string {
 	return `/* rowq:jobs.expired */ SELECT q.name FROM queues q
 		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
 			SELECT 1 FROM jobs FORCE INDEX (jobs_fetch)
-			WHERE jobs.queue_name = q.name AND jobs.state = 'grabbed' AND ` + grabExpired + `)`
+			WHERE jobs.queue_name = q.name AND jobs.state = 'grabbed' AND ` + grabExpired + `)
+		UNION SELECT q.name FROM queues q
+		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND EXISTS (
+			SELECT 1 FROM jobs FORCE INDEX (jobs_fetch)
+			WHERE jobs.queue_name = q.name AND jobs.state = 'leased' AND jobs.grabbed_until < NOW(6))`
 }
 
 // JobsDue returns those of queues that hold a waiting job due now.
@@ -714,9 +736,9 @@ func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) 
 	return due, nil
 }
 
-// JobsExpired returns those of queues that hold an expired grab.
+// JobsExpired returns those of queues that hold an expired grab or lease.
 func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
-	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
+	expired, err := s.queueNames(ctx, func(n int) string { return jobsExpiredSQL(n / 2) }, slices.Concat(queues, queues))
 	if err != nil {
 		return nil, fmt.Errorf("look for expired grabs in %d queues: %w", len(queues), err)
 	}

@@ -127,12 +127,14 @@ func TestJobsExpired_ReadsGrabsOnly(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs, queues, nodes"); err != nil {
 		t.Fatal(err)
 	}
-	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.JobsExpiredSQL(3), "q0", "q1", "q2")
-	var jobs, nodes map[string]string
+	// The look for expired grabs, then (UNION) for expired leases.
+	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.JobsExpiredSQL(3), "q0", "q1", "q2", "q0", "q1", "q2")
+	var jobs []map[string]string
+	var nodes map[string]string
 	for _, row := range plan {
 		switch row["table"] {
 		case "jobs":
-			jobs = row
+			jobs = append(jobs, row)
 		case "nodes":
 			nodes = row
 		}
@@ -140,8 +142,13 @@ func TestJobsExpired_ReadsGrabsOnly(t *testing.T) {
 	// A ref per queue or a range over the queues' grabs (semi-join
 	// materialization), on both columns queue_name and state: 1022 + 34
 	// bytes of key in utf8mb4.
-	if jobs == nil || jobs["key"] != "jobs_fetch" || (jobs["type"] != "ref" && jobs["type"] != "range") || jobs["key_len"] != "1056" {
-		t.Errorf("grabs are not read from their range of jobs_fetch: %v", plan)
+	if len(jobs) != 2 {
+		t.Errorf("want two reads of jobs (grabs, leases): %v", plan)
+	}
+	for _, j := range jobs {
+		if j["key"] != "jobs_fetch" || (j["type"] != "ref" && j["type"] != "range") || j["key_len"] != "1056" {
+			t.Errorf("grabs or leases are not read from their range of jobs_fetch: %v", plan)
+		}
 	}
 	if nodes == nil || !nodesByKey(nodes) {
 		t.Errorf("nodes are not looked up by primary key: %v", plan)

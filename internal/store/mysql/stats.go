@@ -14,7 +14,7 @@ import (
 // statsUpsertSQL adds counters and sets gauges; VALUES(col) is the value
 // the row would have been inserted with (MariaDB and MySQL 8 both take it).
 const statsUpsertSQL = `/* rowq:stats.add */ INSERT INTO queue_stats
-	(queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms,
+	(queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms, cancels,
 	 busy_workers, pushes_per_second, pops_per_second, updated_at)
 	VALUES %s
 	ON DUPLICATE KEY UPDATE
@@ -23,6 +23,7 @@ const statsUpsertSQL = `/* rowq:stats.add */ INSERT INTO queue_stats
 		permanent_failures = permanent_failures + VALUES(permanent_failures),
 		completes = completes + VALUES(completes), elapsed_ms = elapsed_ms + VALUES(elapsed_ms),
 		wait_ms = wait_ms + VALUES(wait_ms),
+		cancels = cancels + VALUES(cancels),
 		busy_workers = VALUES(busy_workers), pushes_per_second = VALUES(pushes_per_second),
 		pops_per_second = VALUES(pops_per_second), updated_at = VALUES(updated_at)`
 
@@ -30,9 +31,9 @@ func statsUpsert(ctx context.Context, db sqldb.DBTX, node string, ds []*store.St
 	rows := make([]string, len(ds))
 	args := make([]any, 0, 13*len(ds))
 	for i, d := range ds {
-		rows[i] = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6))"
+		rows[i] = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6))"
 		args = append(args, d.Queue, node, d.Pushes, d.Pops, d.Successes, d.Failures, d.PermanentFailures,
-			d.Completes, d.ElapsedMs, d.WaitMs, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond)
+			d.Completes, d.ElapsedMs, d.WaitMs, d.Cancels, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond)
 	}
 	_, err := db.ExecContext(ctx, fmt.Sprintf(statsUpsertSQL, strings.Join(rows, ", ")), args...)
 	return err
@@ -89,7 +90,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	}
 	fresh := p.Fresh.Microseconds()
 	rows, err = s.db.QueryContext(ctx, `/* rowq:stats.get */ SELECT queue_name,
-		SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures), SUM(completes), SUM(elapsed_ms), SUM(wait_ms),
+		SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures), SUM(completes), SUM(elapsed_ms), SUM(wait_ms), SUM(cancels),
 		SUM(CASE WHEN updated_at > NOW(6) - INTERVAL ? MICROSECOND THEN busy_workers ELSE 0 END),
 		SUM(CASE WHEN updated_at > NOW(6) - INTERVAL ? MICROSECOND THEN pushes_per_second ELSE 0 END),
 		SUM(CASE WHEN updated_at > NOW(6) - INTERVAL ? MICROSECOND THEN pops_per_second ELSE 0 END)
@@ -106,7 +107,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 			push float64
 			pop  float64
 		)
-		if err := rows.Scan(&name, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs,
+		if err := rows.Scan(&name, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs, &c.Cancels,
 			&busy, &push, &pop); err != nil {
 			return nil, err
 		}
@@ -143,7 +144,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 		n = 0
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			rows, err := tx.QueryContext(ctx, `/* rowq:stats.fold */ SELECT queue_name, node_id,
-				pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms
+				pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms, cancels
 				FROM queue_stats
 				WHERE node_id <> '' AND updated_at < NOW(6) - INTERVAL ? MICROSECOND
 				  AND node_id NOT IN (SELECT id FROM nodes)
@@ -156,7 +157,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 			for rows.Next() {
 				var q, node string
 				var c store.StatsCounters
-				if err := rows.Scan(&q, &node, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs); err != nil {
+				if err := rows.Scan(&q, &node, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs, &c.Cancels); err != nil {
 					rows.Close()
 					return err
 				}

@@ -42,10 +42,10 @@ func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*stor
 // and fail_count 0.
 const retryInsertSQL = `INSERT INTO jobs
 	(id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
+	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs)
 	OVERRIDING SYSTEM VALUE
 	SELECT job_id, queue_name, category, url, payload, 'waiting', created_at, now(), timeout, max_retries, retry_delay, 0,
-	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter
+	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, grabs
 	FROM d`
 
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting

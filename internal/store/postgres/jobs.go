@@ -15,7 +15,7 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
 	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message`
 
 func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	var (
@@ -23,10 +23,14 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 		payload   []byte
 		grabbedBy *string
 		key       *string
+		pmsg      *string
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg)
+	if pmsg != nil {
+		j.ProgressMessage = *pmsg
+	}
 	if key != nil {
 		j.UniqueKey = *key
 	}
@@ -72,8 +76,8 @@ const insertSQL = `/* rowq:jobs.insert */
 // insertGrabbedSQL is insertSQL for jobs already grabbed by $14 until
 // now() + $15 seconds (local hand-off).
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
-	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until)
-	SELECT ` + insertValues + `, 'grabbed', $14::text, now() + make_interval(secs => $15::float8)
+	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until, grabs)
+	SELECT ` + insertValues + `, 'grabbed', $14::text, now() + make_interval(secs => $15::float8), 1
 	RETURNING id, created_at, next_try, grabbed_until`
 
 const (
@@ -137,7 +141,7 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 		return nil, nil
 	}
 	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.grab */
-		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4)
+		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4), grabs = grabs + 1
 		WHERE id IN (`+grabSelectSQL+`)
 		RETURNING `+jobCols,
 		p.Queue, p.Limit, p.Node, p.Lease.Seconds())
@@ -222,11 +226,11 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
-			RETURNING id, queue_name, category, url, payload, fail_count, created_at,
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at,
+		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
 			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)
@@ -403,9 +407,11 @@ const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
 
 // jobsExpiredSQL names the queues of $1 that hold an expired grab
-// (grabExpired); a queue's grabs are its deliveries in flight, few.
+// (grabExpired) or an expired lease; a queue's grabs are its deliveries in
+// flight, few, and its leases its accepted jobs.
 const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[]) AS q
-	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND ` + grabExpired + `)`
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND ` + grabExpired + `)
+		OR EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'leased' AND grabbed_until <= now())`
 
 // JobsDue returns those of queues that hold a waiting job due now.
 func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {

@@ -17,10 +17,11 @@ const statsConflictSQL = ` ON CONFLICT (queue_name, node_id) DO UPDATE SET
 	permanent_failures = queue_stats.permanent_failures + excluded.permanent_failures,
 	completes = queue_stats.completes + excluded.completes, elapsed_ms = queue_stats.elapsed_ms + excluded.elapsed_ms,
 	wait_ms = queue_stats.wait_ms + excluded.wait_ms,
+	cancels = queue_stats.cancels + excluded.cancels,
 	busy_workers = excluded.busy_workers, pushes_per_second = excluded.pushes_per_second,
 	pops_per_second = excluded.pops_per_second, updated_at = excluded.updated_at`
 
-const statsCols = `queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms,
+const statsCols = `queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms, cancels,
 	busy_workers, pushes_per_second, pops_per_second, updated_at`
 
 // StatsAdd adds the node's deltas to its rows in one statement, in queue
@@ -31,16 +32,16 @@ func (s *Store) StatsAdd(ctx context.Context, p *store.StatsAddParams) error {
 	}
 	ds := slices.SortedFunc(slices.Values(p.Deltas), func(a, b *store.StatsDelta) int { return strings.Compare(a.Queue, b.Queue) })
 	rows := make([]string, len(ds))
-	args := make([]any, 0, 13*len(ds))
+	args := make([]any, 0, 14*len(ds))
 	for i, d := range ds {
 		b := len(args)
-		ph := make([]string, 13)
+		ph := make([]string, 14)
 		for k := range ph {
 			ph[k] = fmt.Sprintf("$%d", b+k+1)
 		}
 		rows[i] = "(" + strings.Join(ph, ", ") + ", now())"
 		args = append(args, d.Queue, p.Node, d.Pushes, d.Pops, d.Successes, d.Failures, d.PermanentFailures,
-			d.Completes, d.ElapsedMs, d.WaitMs, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond)
+			d.Completes, d.ElapsedMs, d.WaitMs, d.Cancels, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond)
 	}
 	_, err := s.exec(ctx, `/* rowq:stats.add */ INSERT INTO queue_stats (`+statsCols+`) VALUES `+strings.Join(rows, ", ")+statsConflictSQL, args...)
 	if err != nil {
@@ -79,11 +80,11 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	}
 	sums, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
 		var q store.QueueStats
-		return &q, row.Scan(&q.Queue, &q.Pushes, &q.Pops, &q.Successes, &q.Failures, &q.PermanentFailures, &q.Completes, &q.ElapsedMs, &q.WaitMs,
+		return &q, row.Scan(&q.Queue, &q.Pushes, &q.Pops, &q.Successes, &q.Failures, &q.PermanentFailures, &q.Completes, &q.ElapsedMs, &q.WaitMs, &q.Cancels,
 			&q.BusyWorkers, &q.PushesPerSecond, &q.PopsPerSecond)
 	}, `/* rowq:stats.get */ SELECT queue_name,
 		SUM(pushes)::bigint, SUM(pops)::bigint, SUM(successes)::bigint, SUM(failures)::bigint,
-		SUM(permanent_failures)::bigint, SUM(completes)::bigint, SUM(elapsed_ms)::bigint, SUM(wait_ms)::bigint,
+		SUM(permanent_failures)::bigint, SUM(completes)::bigint, SUM(elapsed_ms)::bigint, SUM(wait_ms)::bigint, SUM(cancels)::bigint,
 		COALESCE(SUM(busy_workers) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)::integer,
 		COALESCE(SUM(pushes_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0),
 		COALESCE(SUM(pops_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)
@@ -137,7 +138,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 		), folded AS (
 			INSERT INTO queue_stats (`+statsCols+`)
 			SELECT queue_name, '', SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures),
-				SUM(completes), SUM(elapsed_ms), SUM(wait_ms), 0, 0, 0, now()
+				SUM(completes), SUM(elapsed_ms), SUM(wait_ms), SUM(cancels), 0, 0, 0, now()
 			FROM gone GROUP BY queue_name
 			ORDER BY queue_name`+statsConflictSQL+`
 		)

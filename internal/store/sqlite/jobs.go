@@ -14,7 +14,7 @@ import (
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -22,14 +22,19 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 		payload, grabbedBy sql.NullString
 		created, next      int64
 		grabbedUntil       sql.NullInt64
-		key                sql.NullString
+		key, pmsg          sql.NullString
+		progress           sql.NullFloat64
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg)
 	if err != nil {
 		return nil, err
 	}
+	if progress.Valid {
+		j.Progress = &progress.Float64
+	}
+	j.ProgressMessage = pmsg.String
 	j.UniqueKey = key.String
 	if payload.Valid {
 		j.Payload = []byte(payload.String)
@@ -99,7 +104,7 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, h
 // grabSQL is the fetch; EXPLAIN QUERY PLAN of its inner SELECT must show the
 // jobs_fetch index and no temporary B-tree for ORDER BY.
 const grabSQL = `/* rowq:jobs.grab */
-	UPDATE jobs SET state = 'grabbed', grabbed_by = ?1, grabbed_until = ?2
+	UPDATE jobs SET state = 'grabbed', grabbed_by = ?1, grabbed_until = ?2, grabs = grabs + 1
 	WHERE id IN (` + grabSelectSQL + `)
 	RETURNING ` + jobCols
 
@@ -204,9 +209,9 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	var f *store.FailedJob
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
-			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
+			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
-			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at,
+			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
 			FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?
 			RETURNING `+failedCols, p.Status, p.Code, p.Message, s.micros(), p.ID, p.Node)
@@ -265,8 +270,8 @@ const insertSQL = `/* rowq:jobs.insert */
 // insertArgs, then the holder's node id and grabbed_until.
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until)
-	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until, grabs)
+	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
 
 // insertUniqueSQL inserts one job unless its unique key is taken, and then
 // returns no row.
@@ -362,11 +367,13 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 const jobsDueSQL = `/* rowq:jobs.due */ SELECT q.value FROM json_each(?) AS q
 	WHERE (SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) <= ?`
 
-// jobsExpiredSQL names the queues of a JSON array that hold a grab expired
-// by the time given (grabExpired); a queue's grabs are its deliveries in
-// flight, few.
+// jobsExpiredSQL names the queues of a JSON array that hold a grab or a
+// lease expired by the time given (grabExpired; ?2 is that time); a
+// queue's grabs are its deliveries in flight, few, and its leases its
+// accepted jobs.
 const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q.value FROM json_each(?) AS q
-	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND ` + grabExpired + `)`
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND ` + grabExpired + `)
+		OR EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'leased' AND grabbed_until < ?2)`
 
 // JobsDue returns those of queues that hold a waiting job due now. It reads
 // on a reader connection, so it does not wait for the single writer.

@@ -12,15 +12,16 @@ import (
 
 // statsUpsertSQL adds counters and sets gauges of an existing row.
 const statsUpsertSQL = `/* rowq:stats.add */ INSERT INTO queue_stats
-	(queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms,
+	(queue_name, node_id, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms, cancels,
 	 busy_workers, pushes_per_second, pops_per_second, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (queue_name, node_id) DO UPDATE SET
 		pushes = pushes + excluded.pushes, pops = pops + excluded.pops,
 		successes = successes + excluded.successes, failures = failures + excluded.failures,
 		permanent_failures = permanent_failures + excluded.permanent_failures,
 		completes = completes + excluded.completes, elapsed_ms = elapsed_ms + excluded.elapsed_ms,
 		wait_ms = wait_ms + excluded.wait_ms,
+		cancels = cancels + excluded.cancels,
 		busy_workers = excluded.busy_workers, pushes_per_second = excluded.pushes_per_second,
 		pops_per_second = excluded.pops_per_second, updated_at = excluded.updated_at`
 
@@ -33,7 +34,7 @@ func (s *Store) statsUpsert(ctx context.Context, tx *sql.Tx, node string, ds []*
 	now := s.micros()
 	for _, d := range ds {
 		if _, err := stmt.ExecContext(ctx, d.Queue, node, d.Pushes, d.Pops, d.Successes, d.Failures, d.PermanentFailures,
-			d.Completes, d.ElapsedMs, d.WaitMs, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond, now); err != nil {
+			d.Completes, d.ElapsedMs, d.WaitMs, d.Cancels, d.BusyWorkers, d.PushesPerSecond, d.PopsPerSecond, now); err != nil {
 			return err
 		}
 	}
@@ -86,7 +87,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 		return out, nil
 	}
 	rows, err = s.r.QueryContext(ctx, `/* rowq:stats.get */ SELECT queue_name,
-		SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures), SUM(completes), SUM(elapsed_ms), SUM(wait_ms),
+		SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures), SUM(completes), SUM(elapsed_ms), SUM(wait_ms), SUM(cancels),
 		TOTAL(CASE WHEN updated_at > ?2 THEN busy_workers ELSE 0 END),
 		TOTAL(CASE WHEN updated_at > ?2 THEN pushes_per_second ELSE 0 END),
 		TOTAL(CASE WHEN updated_at > ?2 THEN pops_per_second ELSE 0 END)
@@ -103,7 +104,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 			push float64
 			pop  float64
 		)
-		if err := rows.Scan(&name, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs,
+		if err := rows.Scan(&name, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs, &c.Cancels,
 			&busy, &push, &pop); err != nil {
 			return nil, err
 		}
@@ -148,7 +149,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 				SELECT rowid FROM queue_stats
 				WHERE node_id <> '' AND updated_at < ? AND node_id NOT IN (SELECT id FROM nodes)
 				ORDER BY queue_name, node_id LIMIT 1000)
-			RETURNING queue_name, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms`,
+			RETURNING queue_name, pushes, pops, successes, failures, permanent_failures, completes, elapsed_ms, wait_ms, cancels`,
 			s.micros()-p.OlderThan.Microseconds())
 		if err != nil {
 			return err
@@ -157,7 +158,7 @@ func (s *Store) StatsFold(ctx context.Context, p *store.StatsFoldParams) (int64,
 		for rows.Next() {
 			var q string
 			var c store.StatsCounters
-			if err := rows.Scan(&q, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs); err != nil {
+			if err := rows.Scan(&q, &c.Pushes, &c.Pops, &c.Successes, &c.Failures, &c.PermanentFailures, &c.Completes, &c.ElapsedMs, &c.WaitMs, &c.Cancels); err != nil {
 				rows.Close()
 				return err
 			}

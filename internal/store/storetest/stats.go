@@ -28,7 +28,7 @@ func testStatsAdd(t *testing.T, s store.Store) {
 	}
 
 	statsAdd(t, s, "a",
-		&store.StatsDelta{Queue: "q1", StatsCounters: store.StatsCounters{Pushes: 3, Pops: 2, Successes: 1, Failures: 1, PermanentFailures: 1, Completes: 2, ElapsedMs: 70, WaitMs: 40},
+		&store.StatsDelta{Queue: "q1", StatsCounters: store.StatsCounters{Pushes: 3, Pops: 2, Successes: 1, Failures: 1, PermanentFailures: 1, Completes: 2, ElapsedMs: 70, WaitMs: 40, Cancels: 2},
 			BusyWorkers: 2, PushesPerSecond: 1.5, PopsPerSecond: 1},
 		&store.StatsDelta{Queue: "gone", StatsCounters: store.StatsCounters{Pushes: 9}})
 	statsAdd(t, s, "b", &store.StatsDelta{Queue: "q1", StatsCounters: store.StatsCounters{Pushes: 4, ElapsedMs: 5, WaitMs: 2}, BusyWorkers: 1, PushesPerSecond: 0.5})
@@ -46,7 +46,7 @@ func testStatsAdd(t *testing.T, s store.Store) {
 		t.Fatalf("stats of %d queues (want q1, q2 only): %+v", len(all), all)
 	}
 	q1 := all["q1"]
-	want := store.StatsCounters{Pushes: 8, Pops: 3, Successes: 1, Failures: 1, PermanentFailures: 1, Completes: 2, ElapsedMs: 75, WaitMs: 42}
+	want := store.StatsCounters{Pushes: 8, Pops: 3, Successes: 1, Failures: 1, PermanentFailures: 1, Completes: 2, ElapsedMs: 75, WaitMs: 42, Cancels: 2}
 	if q1.StatsCounters != want {
 		t.Errorf("q1 counters = %+v, want %+v", q1.StatsCounters, want)
 	}
@@ -80,7 +80,7 @@ func testStatsFold(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putQueue(t, s, "q")
 	heartbeat(t, s, "alive", time.Minute)
-	c := store.StatsCounters{Pushes: 1, Pops: 2, Successes: 3, Failures: 4, PermanentFailures: 5, Completes: 6, ElapsedMs: 7, WaitMs: 8}
+	c := store.StatsCounters{Pushes: 1, Pops: 2, Successes: 3, Failures: 4, PermanentFailures: 5, Completes: 6, ElapsedMs: 7, WaitMs: 8, Cancels: 8}
 	for _, node := range []string{"alive", "dead1", "dead2"} {
 		statsAdd(t, s, node, &store.StatsDelta{Queue: "q", StatsCounters: c, BusyWorkers: 1})
 	}

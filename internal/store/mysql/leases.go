@@ -1,0 +1,172 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+// heldBy is the condition that the grab a lease token names still holds
+// the job: delivered (grabbed) or accepted (leased). Arguments: id, grabs.
+const heldBy = `id = ? AND grabs = ? AND state IN ('grabbed', 'leased')`
+
+// leaseExpired is heldBy for a lease that has run out.
+const leaseExpired = `id = ? AND grabs = ? AND state = 'leased' AND grabbed_until < NOW(6)`
+
+// JobLease moves a job held by grab p.Grabs to leased until NOW(6) +
+// p.Lease, in one short transaction that reads the expiry it wrote.
+func (s *Store) JobLease(ctx context.Context, p *store.JobLeaseParams) (time.Time, error) {
+	var until time.Time
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:jobs.lease */ UPDATE jobs FORCE INDEX (PRIMARY)
+				SET state = 'leased', grabbed_until = NOW(6) + INTERVAL ? MICROSECOND,
+					progress = COALESCE(?, progress), progress_message = COALESCE(?, progress_message)
+				WHERE `+heldBy, p.Lease.Microseconds(), p.Progress, p.Message, p.ID, p.Grabs))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return store.ErrNotFound
+			}
+			return tx.QueryRowContext(ctx, `/* rowq:jobs.lease */ SELECT grabbed_until FROM jobs WHERE id = ?`, p.ID).Scan(&until)
+		})
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lease job %d for grab %d: %w", p.ID, p.Grabs, mapErr(err))
+	}
+	return until, nil
+}
+
+// JobHeld returns the job if grab grabs holds it.
+func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, error) {
+	var j *store.Job
+	err := retry(ctx, func() (err error) {
+		j, err = scanJob(s.db.QueryRowContext(ctx, `/* rowq:jobs.held */ SELECT `+jobCols+` FROM jobs WHERE `+heldBy, id, grabs))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get job %d held by grab %d: %w", id, grabs, mapErr(err))
+	}
+	return j, nil
+}
+
+// JobFinish locks the job if grab p.Grabs holds it, writes the outcome and
+// records the result, in one short transaction.
+func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
+	guard := heldBy
+	if p.Expired {
+		guard = leaseExpired
+	}
+	var queue string
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var now time.Time
+			j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT `+jobCols+`, NOW(6)
+				FROM jobs WHERE `+guard+` FOR UPDATE`, p.ID, p.Grabs), &now)
+			if err != nil {
+				return err
+			}
+			queue = j.Queue
+			switch p.Outcome {
+			case store.FinishDelete:
+				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
+			case store.FinishRetry:
+				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
+					next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = '', progress = NULL, progress_message = NULL
+					WHERE id = ?`, p.Delay.Microseconds(), p.ID)
+			case store.FinishFail:
+				_, err = moveToFailed(ctx, tx, j, now, p.Status, p.Code, p.Message)
+			default:
+				err = fmt.Errorf("unknown outcome %q", p.Outcome)
+			}
+			if err != nil || p.Expired {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ INSERT INTO job_results (job_id, grabs, status, created_at)
+				VALUES (?, ?, ?, NOW(6)) ON DUPLICATE KEY UPDATE status = VALUES(status), created_at = VALUES(created_at)`,
+				p.ID, p.Grabs, p.Status)
+			return err
+		})
+	})
+	if err != nil {
+		return "", fmt.Errorf("finish job %d of grab %d: %w", p.ID, p.Grabs, mapErr(err))
+	}
+	return queue, nil
+}
+
+// JobResult returns the result recorded for the job's grab.
+func (s *Store) JobResult(ctx context.Context, id int64, grabs int) (string, error) {
+	var status string
+	err := retry(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `/* rowq:jobs.result */ SELECT status FROM job_results WHERE job_id = ? AND grabs = ?`, id, grabs).Scan(&status)
+	})
+	if err != nil {
+		return "", fmt.Errorf("get result of job %d, grab %d: %w", id, grabs, mapErr(err))
+	}
+	return status, nil
+}
+
+// JobResultsPurge deletes the results recorded more than age ago.
+func (s *Store) JobResultsPurge(ctx context.Context, age time.Duration) (int64, error) {
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:jobs.results_purge */ DELETE FROM job_results
+			WHERE created_at < NOW(6) - INTERVAL ? MICROSECOND`, age.Microseconds()))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge job results: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// JobsLeaseExpired returns jobs of p.Queue whose lease has run out, from
+// the queue's leased range of jobs_fetch, with a plain read.
+func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredParams) ([]*store.Job, error) {
+	var jobs []*store.Job
+	err := retry(ctx, func() (err error) {
+		jobs, err = sqldb.QueryAll(ctx, s.db, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc) },
+			`/* rowq:jobs.lease_expired */ SELECT `+jobCols+` FROM jobs FORCE INDEX (jobs_fetch)
+			WHERE queue_name = ? AND state = 'leased' AND grabbed_until < NOW(6) LIMIT ?`, p.Queue, p.Limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases of queue %q: %w", p.Queue, mapErr(err))
+	}
+	return jobs, nil
+}
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one short transaction.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	var j *store.Job
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`
+				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ?`, id); err != nil {
+				return err
+			}
+			if j.State == store.StateWaiting {
+				return nil
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
+				VALUES (?, ?, ?, NOW(6)) ON DUPLICATE KEY UPDATE status = VALUES(status), created_at = VALUES(created_at)`,
+				id, j.Grabs, store.ResultCancelled)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}

@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rowq/rowq/internal/store"
+)
+
+// heldBy is the condition that the grab a lease token names still holds
+// the job: delivered (grabbed) or accepted (leased). Arguments: $1 id, $2
+// grabs.
+const heldBy = `id = $1 AND grabs = $2 AND state IN ('grabbed', 'leased')`
+
+// leaseExpired is heldBy for a lease that has run out.
+const leaseExpired = `id = $1 AND grabs = $2 AND state = 'leased' AND grabbed_until <= now()`
+
+// JobLease moves a job held by grab p.Grabs to leased until now() +
+// p.Lease, in one statement.
+func (s *Store) JobLease(ctx context.Context, p *store.JobLeaseParams) (time.Time, error) {
+	until, err := queryOne(ctx, s, pgx.RowTo[time.Time], `/* rowq:jobs.lease */ UPDATE jobs
+		SET state = 'leased', grabbed_until = now() + make_interval(secs => $3),
+			progress = COALESCE($4, progress), progress_message = COALESCE($5, progress_message)
+		WHERE `+heldBy+` RETURNING grabbed_until`, p.ID, p.Grabs, p.Lease.Seconds(), p.Progress, p.Message)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lease job %d for grab %d: %w", p.ID, p.Grabs, mapErr(err))
+	}
+	return until.UTC(), nil
+}
+
+// JobHeld returns the job if grab grabs holds it.
+func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, error) {
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:jobs.held */ SELECT `+jobCols+` FROM jobs WHERE `+heldBy, id, grabs)
+	if err != nil {
+		return nil, fmt.Errorf("get job %d held by grab %d: %w", id, grabs, mapErr(err))
+	}
+	return j, nil
+}
+
+// JobFinish writes the outcome of a job grab p.Grabs holds and records the
+// result, in one transaction of two statements.
+func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
+	guard := heldBy
+	if p.Expired {
+		guard = leaseExpired
+	}
+	var q string
+	args := []any{p.ID, p.Grabs}
+	switch p.Outcome {
+	case store.FinishDelete:
+		q = `/* rowq:jobs.finish */ DELETE FROM jobs WHERE ` + guard + ` RETURNING queue_name`
+	case store.FinishRetry:
+		q = `/* rowq:jobs.finish */ UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
+			next_try = now() + make_interval(secs => $3), grabbed_by = NULL, grabbed_until = NULL,
+			progress = NULL, progress_message = NULL
+			WHERE ` + guard + ` RETURNING queue_name`
+		args = append(args, p.Delay.Seconds())
+	case store.FinishFail:
+		q = `/* rowq:jobs.finish */ WITH d AS (
+			DELETE FROM jobs WHERE ` + guard + `
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+			SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
+			RETURNING queue_name`
+		args = append(args, p.Status, p.Code, p.Message)
+	default:
+		return "", fmt.Errorf("finish job %d: unknown outcome %q", p.ID, p.Outcome)
+	}
+	var queue string
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, q, args...).Scan(&queue); err != nil {
+			return err
+		}
+		if p.Expired {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `/* rowq:jobs.finish */ INSERT INTO job_results (job_id, grabs, status, created_at)
+			VALUES ($1, $2, $3, now()) ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at`,
+			p.ID, p.Grabs, p.Status)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("finish job %d of grab %d: %w", p.ID, p.Grabs, mapErr(err))
+	}
+	return queue, nil
+}
+
+// JobResult returns the result recorded for the job's grab.
+func (s *Store) JobResult(ctx context.Context, id int64, grabs int) (string, error) {
+	status, err := queryOne(ctx, s, pgx.RowTo[string], `/* rowq:jobs.result */ SELECT status FROM job_results WHERE job_id = $1 AND grabs = $2`, id, grabs)
+	if err != nil {
+		return "", fmt.Errorf("get result of job %d, grab %d: %w", id, grabs, mapErr(err))
+	}
+	return status, nil
+}
+
+// JobResultsPurge deletes the results recorded more than age ago.
+func (s *Store) JobResultsPurge(ctx context.Context, age time.Duration) (int64, error) {
+	n, err := s.exec(ctx, `/* rowq:jobs.results_purge */ DELETE FROM job_results WHERE created_at < now() - make_interval(secs => $1)`, age.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("purge job results: %w", mapErr(err))
+	}
+	return n, nil
+}
+
+// JobsLeaseExpired returns jobs of p.Queue whose lease has run out.
+func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredParams) ([]*store.Job, error) {
+	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.lease_expired */ SELECT `+jobCols+` FROM jobs
+		WHERE queue_name = $1 AND state = 'leased' AND grabbed_until <= now() LIMIT $2`, p.Queue, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases of queue %q: %w", p.Queue, mapErr(err))
+	}
+	return jobs, nil
+}
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one statement.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	j, err := queryOne(ctx, s, scanJob, `/* rowq:jobs.cancel */ WITH d AS (
+			DELETE FROM jobs WHERE id = $1 AND queue_name = $2 RETURNING `+jobCols+`),
+		r AS (
+			INSERT INTO job_results (job_id, grabs, status, created_at)
+			SELECT id, grabs, $3, now() FROM d WHERE state <> 'waiting'
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
+		SELECT `+jobCols+` FROM d`, id, queue, store.ResultCancelled)
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}

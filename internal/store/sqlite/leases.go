@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+// heldBy is the condition that the grab a lease token names still holds
+// the job: delivered (grabbed) or accepted (leased). Arguments: ?1 id, ?2
+// grabs.
+const heldBy = `id = ?1 AND grabs = ?2 AND state IN ('grabbed', 'leased')`
+
+// leaseExpired is heldBy for a lease that has run out by ?3.
+const leaseExpired = `id = ?1 AND grabs = ?2 AND state = 'leased' AND grabbed_until < ?3`
+
+// JobLease moves a job held by grab p.Grabs to leased until now + p.Lease.
+func (s *Store) JobLease(ctx context.Context, p *store.JobLeaseParams) (time.Time, error) {
+	until := s.micros() + p.Lease.Microseconds()
+	n, err := affected(s.w.ExecContext(ctx, `/* rowq:jobs.lease */ UPDATE jobs
+		SET state = 'leased', grabbed_until = ?3,
+			progress = COALESCE(?4, progress), progress_message = COALESCE(?5, progress_message)
+		WHERE `+heldBy, p.ID, p.Grabs, until, p.Progress, p.Message))
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lease job %d for grab %d: %w", p.ID, p.Grabs, err)
+	}
+	return fromMicros(until), nil
+}
+
+// JobHeld returns the job if grab grabs holds it.
+func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, error) {
+	j, err := scanJob(s.r.QueryRowContext(ctx, `/* rowq:jobs.held */ SELECT `+jobCols+` FROM jobs WHERE `+heldBy, id, grabs))
+	if err != nil {
+		return nil, fmt.Errorf("get job %d held by grab %d: %w", id, grabs, mapErr(err))
+	}
+	return j, nil
+}
+
+// JobFinish writes the outcome of a job grab p.Grabs holds and records the
+// result, in one transaction.
+func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
+	guard := heldBy
+	if p.Expired {
+		guard = leaseExpired
+	}
+	var queue string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.micros()
+		args := []any{p.ID, p.Grabs}
+		if p.Expired {
+			args = append(args, now)
+		}
+		if err := tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT queue_name FROM jobs WHERE `+guard, args...).Scan(&queue); err != nil {
+			return err
+		}
+		var err error
+		switch p.Outcome {
+		case store.FinishDelete:
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
+		case store.FinishRetry:
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
+				next_try = ?, grabbed_by = NULL, grabbed_until = NULL, progress = NULL, progress_message = NULL
+				WHERE id = ?`, now+p.Delay.Microseconds(), p.ID)
+		case store.FinishFail:
+			if _, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */
+				INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
+					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at, grabs,
+					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
+				FROM jobs WHERE id = ?`, p.Status, p.Code, p.Message, now, p.ID); err == nil {
+				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
+			}
+		default:
+			err = fmt.Errorf("unknown outcome %q", p.Outcome)
+		}
+		if err != nil || p.Expired {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ INSERT INTO job_results (job_id, grabs, status, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at`,
+			p.ID, p.Grabs, p.Status, now)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("finish job %d of grab %d: %w", p.ID, p.Grabs, err)
+	}
+	return queue, nil
+}
+
+// JobResult returns the result recorded for the job's grab.
+func (s *Store) JobResult(ctx context.Context, id int64, grabs int) (string, error) {
+	var status string
+	err := s.r.QueryRowContext(ctx, `/* rowq:jobs.result */ SELECT status FROM job_results WHERE job_id = ? AND grabs = ?`, id, grabs).Scan(&status)
+	if err != nil {
+		return "", fmt.Errorf("get result of job %d, grab %d: %w", id, grabs, mapErr(err))
+	}
+	return status, nil
+}
+
+// JobResultsPurge deletes the results recorded more than age ago.
+func (s *Store) JobResultsPurge(ctx context.Context, age time.Duration) (int64, error) {
+	n, err := affected(s.w.ExecContext(ctx, `/* rowq:jobs.results_purge */ DELETE FROM job_results WHERE created_at < ?`, s.micros()-age.Microseconds()))
+	if err != nil {
+		return 0, fmt.Errorf("purge job results: %w", err)
+	}
+	return n, nil
+}
+
+// JobsLeaseExpired returns jobs of p.Queue whose lease has run out.
+func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredParams) ([]*store.Job, error) {
+	jobs, err := sqldb.QueryAll(ctx, s.r, scanJob, `/* rowq:jobs.lease_expired */ SELECT `+jobCols+` FROM jobs
+		WHERE queue_name = ? AND state = 'leased' AND grabbed_until < ? LIMIT ?`, p.Queue, s.micros(), p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases of queue %q: %w", p.Queue, mapErr(err))
+	}
+	return jobs, nil
+}
+
+// JobCancel removes a job of the queue and, if it was grabbed or leased,
+// records its grab's result as cancelled, in one transaction.
+func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
+	var j *store.Job
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
+		if err != nil || j.State == store.StateWaiting {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at`,
+			id, j.Grabs, store.ResultCancelled, s.micros())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return j, nil
+}
