@@ -9,10 +9,11 @@
 // (store.OutboxStore.OutboxMove): a mover that dies half-way leaves the
 // rows in the outbox for the next one, and none is moved twice.
 //
-// The mover wakes on PostgreSQL's notification of a commit (a trigger on
-// rowq_outbox) and otherwise probes the outbox with one indexed read,
-// every 5 ms after a batch that found rows, backing off to PollInterval
-// while it stays empty.
+// The mover probes the outbox with one indexed read, every 5 ms after a
+// batch that found rows, backing off to PollInterval while it stays empty.
+// On PostgreSQL, once the outbox stayed empty that long, it waits instead
+// for the notification a trigger on rowq_outbox sends at the commit of an
+// insert, which the trigger sends only while the mover waits for one.
 package outbox
 
 import (
@@ -218,6 +219,28 @@ func (m *Mover) term(ctx context.Context) {
 	checkAt := time.Now().Add(m.cfg.CheckInterval)
 	poll := minPoll
 	failing := false
+	// waiting: the database was told that this mover waits for the
+	// announcement of the next commit (store.OutboxWaiting). It says so
+	// only once the outbox has stayed empty for a few probes, and takes it
+	// back as soon as it finds rows: an announcement serializes the
+	// commits that send one (PostgreSQL's NOTIFY), so the applications'
+	// transactions pay it only while the outbox is idle.
+	waiting := false
+	setWaiting := func(ctx context.Context, w bool) bool {
+		if err := m.cfg.Store.OutboxWaiting(ctx, w); err != nil {
+			m.log.Debug("tell whether the mover waits for announcements", "waiting", w, "err", err)
+			return false
+		}
+		waiting = w
+		return true
+	}
+	defer func() {
+		if waiting {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(tctx), 5*time.Second)
+			defer cancel()
+			setWaiting(ctx, false)
+		}
+	}()
 	for {
 		if time.Now().After(checkAt) {
 			if !m.first() {
@@ -226,6 +249,9 @@ func (m *Mover) term(ctx context.Context) {
 			checkAt = time.Now().Add(m.cfg.CheckInterval)
 		}
 		n, err := m.moveBatch(tctx)
+		if waiting && (n > 0 || !listening.Load()) {
+			setWaiting(tctx, false)
+		}
 		switch {
 		case tctx.Err() != nil:
 			return
@@ -245,8 +271,12 @@ func (m *Mover) term(ctx context.Context) {
 				continue // more may be there
 			case n > 0:
 				poll = minPoll
-			case listening.Load():
+			case listening.Load() && waiting:
 				poll = m.cfg.ListenPollInterval
+			case listening.Load() && poll >= m.cfg.PollInterval:
+				if setWaiting(tctx, true) {
+					continue // read once more: a commit just before was not announced
+				}
 			default:
 				poll = min(2*poll, m.cfg.PollInterval)
 			}

@@ -40,6 +40,13 @@ type OutboxStore interface {
 	// announce inserts (MySQL, SQLite: the mover probes) returns
 	// errors.ErrUnsupported at once.
 	OutboxListen(ctx context.Context, ready func(), fn func()) error
+	// OutboxWaiting tells the database whether the moving node waits for
+	// OutboxListen's announcement of the next commit. PostgreSQL announces
+	// a commit only while it does: each announcement (NOTIFY) serializes
+	// the commits that send one on a server-wide lock, which the
+	// applications' transactions should pay only while the outbox is
+	// idle. A dialect that announces nothing does nothing.
+	OutboxWaiting(ctx context.Context, waiting bool) error
 }
 
 // OutboxRow is a row of rowq_outbox, as an application wrote it. Every

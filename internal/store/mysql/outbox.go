@@ -175,3 +175,6 @@ func (s *Store) OutboxRejectsCount(ctx context.Context) (int64, error) {
 // OutboxListen returns errors.ErrUnsupported: MySQL cannot announce a
 // commit, and the moving node probes the outbox instead.
 func (s *Store) OutboxListen(context.Context, func(), func()) error { return errors.ErrUnsupported }
+
+// OutboxWaiting does nothing: MySQL announces no commit.
+func (s *Store) OutboxWaiting(context.Context, bool) error { return nil }

@@ -197,3 +197,12 @@ func (s *Store) OutboxListen(ctx context.Context, ready func(), fn func()) error
 		fn()
 	}
 }
+
+// OutboxWaiting sets whether the trigger on rowq_outbox announces commits
+// (rowq_outbox_listener.waiting).
+func (s *Store) OutboxWaiting(ctx context.Context, waiting bool) error {
+	if _, err := s.exec(ctx, `/* rowq:outbox.waiting */ UPDATE rowq_outbox_listener SET waiting = $1 WHERE waiting <> $1`, waiting); err != nil {
+		return fmt.Errorf("set whether the outbox mover waits: %w", mapErr(err))
+	}
+	return nil
+}

@@ -146,3 +146,6 @@ func (s *Store) OutboxRejectsCount(ctx context.Context) (int64, error) {
 // commit to another process, and the moving node probes the outbox
 // instead.
 func (s *Store) OutboxListen(context.Context, func(), func()) error { return errors.ErrUnsupported }
+
+// OutboxWaiting does nothing: SQLite announces no commit.
+func (s *Store) OutboxWaiting(context.Context, bool) error { return nil }

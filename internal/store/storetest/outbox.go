@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rowq/rowq/internal/store"
 )
@@ -15,6 +18,56 @@ var outboxTests = []conformanceTest{
 	{"Outbox_MoveConcurrent", testOutboxMoveConcurrent},
 	{"Outbox_UniqueKey", testOutboxUniqueKey},
 	{"Outbox_RejectsPage", testOutboxRejectsPage},
+	{"Outbox_AnnouncedOnlyWhileWaiting", testOutboxAnnounced},
+}
+
+// testOutboxAnnounced: where the dialect announces commits into the
+// outbox (PostgreSQL), it announces them only while the mover says it
+// waits; elsewhere OutboxListen is unsupported and OutboxWaiting a no-op.
+func testOutboxAnnounced(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	ready, heard, done := make(chan struct{}), make(chan struct{}, 16), make(chan error, 1)
+	go func() {
+		done <- s.OutboxListen(ctx, func() { close(ready) }, func() { heard <- struct{}{} })
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("OutboxListen = %v, want errors.ErrUnsupported or to listen", err)
+		}
+		ok(t, s.OutboxWaiting(ctx, true))
+		ok(t, s.OutboxWaiting(ctx, false))
+		return
+	case <-ready:
+	}
+	insert := func() { ok(t, s.OutboxInsert(ctx, []*store.OutboxRow{{Category: "c"}, {Category: "c"}})) }
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-heard:
+			t.Fatalf("a commit was announced %s", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	insert()
+	quiet("while the mover does not wait")
+	ok(t, s.OutboxWaiting(ctx, true))
+	ok(t, s.OutboxWaiting(ctx, true)) // twice: the same
+	insert()
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit was not announced while the mover waits")
+	}
+	quiet("twice for one transaction")
+	ok(t, s.OutboxWaiting(ctx, false))
+	insert()
+	quiet("after the mover stopped waiting")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("OutboxListen after its context ended = %v", err)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
