@@ -65,8 +65,8 @@ var routeDecisions = map[string]routeAuth{
 	"POST /ui/queue/{name}/pause": dashAction, "POST /ui/queue/{name}/resume": dashAction,
 	"POST /ui/queue/{name}/failed/{id}/retry": dashAction, "POST /ui/queue/{name}/failed/{id}/delete": dashAction,
 	"POST /ui/queue/{name}/failed/retry": dashAction, "POST /ui/queue/{name}/failed/delete": dashAction,
-	"POST /ui/queue/{name}/job/{id}/delete": dashAction,
-	"POST /ui/schedule/{name}/pause":        dashAction, "POST /ui/schedule/{name}/resume": dashAction, "POST /ui/schedule/{name}/trigger": dashAction,
+	"POST /ui/queue/{name}/job/{id}/delete": dashAction, "POST /ui/queue/{name}/job/{id}/cancel": dashAction,
+	"POST /ui/schedule/{name}/pause": dashAction, "POST /ui/schedule/{name}/resume": dashAction, "POST /ui/schedule/{name}/trigger": dashAction,
 	"POST /ui/lock/{name}/release": {scopes: "read&locks", login: true, form: true},
 
 	"PUT /lock/{name}": {scopes: "locks"}, "POST /lock/{name}/renew": {scopes: "locks"}, "DELETE /lock/{name}": {scopes: "locks"},

@@ -320,7 +320,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 			c.send("POST", path, "csrf=0123456789abcdef0123&back=/ui&"+fields, form, want)
 		}
 		for _, path := range []string{"/ui/queue/q2/pause", "/ui/queue/q2/resume", "/ui/queue/q/failed/1/retry", "/ui/queue/q/failed/1/delete",
-			"/ui/queue/q/job/1/delete", "/ui/schedule/s1/pause", "/ui/schedule/s1/resume", "/ui/schedule/s1/trigger"} {
+			"/ui/queue/q/job/1/delete", "/ui/queue/q/job/1/cancel", "/ui/schedule/s1/pause", "/ui/schedule/s1/resume", "/ui/schedule/s1/trigger"} {
 			act(path, "", 200)
 		}
 		act("/ui/queue/q/failed/retry", "id=1&id=2", 200)
@@ -335,6 +335,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		act("/ui/queue/q/failed/delete", "confirm=yes&id=999999", 303)
 		act("/ui/queue/q/failed/delete", "confirm=yes", 400)
 		act("/ui/queue/q/job/999999/delete", "confirm=yes", 404)
+		act("/ui/queue/q/job/999999/cancel", "confirm=yes", 404)
 		act("/ui/schedule/nope/trigger", "confirm=yes", 404)
 		act("/ui/lock/l9/release", "confirm=yes&owner=o1&token=1", 409)
 		c.call("GET", "/queues/stats", "", 200)

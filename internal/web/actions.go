@@ -63,8 +63,7 @@ func failedJobs(n int) string {
 
 func esc(s string) string { return url.PathEscape(s) }
 
-// actions are the dashboard's actions. Cancelling a job is not one yet:
-// the API has no cancel endpoint.
+// actions are the dashboard's actions.
 var actions = []*action{
 	{pattern: "POST /ui/queue/{name}/pause", scope: auth.Admin, what: "queue", plan: func(_ *http.Request, q string) (*plan, error) {
 		return &plan{method: "POST", path: "/queue/" + esc(q) + "/pause",
@@ -115,6 +114,12 @@ var actions = []*action{
 		return &plan{method: "DELETE", path: "/queue/" + esc(q) + "/job/" + esc(id),
 			question: fmt.Sprintf("Delete job %s of queue %s? It is not delivered, and no failure is logged.", id, q),
 			done:     doneMsg("Job " + id + " deleted.")}, nil
+	}},
+	{pattern: "POST /ui/queue/{name}/job/{id}/cancel", scope: auth.Admin, what: "queue", plan: func(r *http.Request, q string) (*plan, error) {
+		id := r.PathValue("id")
+		return &plan{method: "POST", path: "/queue/" + esc(q) + "/job/" + esc(id) + "/cancel",
+			question: fmt.Sprintf("Cancel job %s of queue %s? Its delivery is aborted, it is not retried, and an accepting worker learns it at its next heartbeat.", id, q),
+			done:     doneMsg("Job " + id + " cancelled.")}, nil
 	}},
 	{pattern: "POST /ui/schedule/{name}/pause", scope: auth.Admin, what: "schedule", plan: func(_ *http.Request, s string) (*plan, error) {
 		return &plan{method: "POST", path: "/schedule/" + esc(s) + "/pause",

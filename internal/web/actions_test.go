@@ -24,12 +24,13 @@ import (
 // filled with what the actions act on, its tokens by name, and the
 // database's store (to check an action's effect).
 type nodeBundle struct {
-	st     store.Store
-	base   string
-	tokens map[string]string
-	failed []int64 // failure log ids of queue mail, oldest first
-	jobs   []int64 // waiting jobs of queue mail
-	lock   *store.LockLease
+	st      store.Store
+	base    string
+	tokens  map[string]string
+	failed  []int64 // failure log ids of queue mail, oldest first
+	jobs    []int64 // waiting jobs of queue mail
+	grabbed int64   // a job of queue mail in delivery by the node
+	lock    *store.LockLease
 }
 
 // setupNode starts the node and fills its database: queue mail (paused,
@@ -84,7 +85,21 @@ func setupNode(t *testing.T, dialect string) *nodeBundle {
 	cfg.DatabaseURL = dbURL
 	cfg.QueueDefault = ""
 	cfg.Auth = "on"
-	nb.base = "http://" + servertest.Start(t, cfg).Addr()
+	srv := servertest.Start(t, cfg)
+	nb.base = "http://" + srv.Addr()
+	// A job in delivery by the node (as its own grab, so that no rescue
+	// takes it back), for the cancel button; grabbed before the waiting
+	// ones by its priority.
+	inDelivery := job(`{"d":1}`)
+	inDelivery.Priority = 10
+	if _, err := st.JobsInsert(ctx, []*store.JobInsertParams{inDelivery}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "mail", Node: srv.NodeID(), Limit: 1, Lease: time.Hour})
+	if err != nil || len(g) != 1 {
+		t.Fatalf("grab the job in delivery: %v %v", g, err)
+	}
+	nb.grabbed = g[0].ID
 	return nb
 }
 
@@ -226,6 +241,12 @@ func actionCases(nb *nodeBundle) []actionCase {
 		{name: "pause schedule", path: "/ui/schedule/mail-daily/pause", scope: "admin", effect: schedPaused("mail-daily", true)},
 		{name: "resume schedule", path: "/ui/schedule/mail-daily/resume", scope: "admin", effect: schedPaused("mail-daily", false)},
 		{name: "trigger schedule", path: "/ui/schedule/mail-daily/trigger", scope: "admin", effect: waitingAgain(6)},
+		{name: "cancel a job in delivery", path: "/ui/queue/mail/job/" + id(nb.grabbed) + "/cancel", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
+			if _, err := nb.st.JobGet(ctx, "mail", nb.grabbed); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("job %d still stored (err %v)", nb.grabbed, err)
+			}
+			return nil
+		}},
 		{name: "release lock", path: "/ui/lock/mail-deploy/release", form: url.Values{"owner": {nb.lock.Owner}, "token": {id(nb.lock.Token)}}, scope: "locks",
 			effect: func(t *testing.T, nb *nodeBundle) error {
 				if ls, err := nb.st.LockGet(ctx, "mail-deploy"); err != nil || len(ls) != 0 {
