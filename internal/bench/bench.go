@@ -49,8 +49,9 @@ type Options struct {
 	DatabaseURL string
 	// Outbox, when true, writes the jobs as rows of the transactional
 	// outbox (DatabaseURL), from Clients concurrent transactions of
-	// OutboxRows rows each, and measures the rows moved per second and
-	// the latency from each transaction's commit to the worker.
+	// OutboxRows rows each (at Rate rows a second in all when Rate > 0),
+	// and measures the rows moved per second and the latency from each
+	// transaction's commit to the worker.
 	Outbox     bool
 	OutboxRows int
 	// Settle is how long to wait after the last delivery for duplicates.
@@ -484,6 +485,14 @@ func fillOutbox(ctx context.Context, o Options, c *client, w *worker, category, 
 		failed   atomic.Int64
 		wg       sync.WaitGroup
 	)
+	// With --rate, transactions start at that many rows a second in all
+	// (the latency of an outbox that keeps up, not of a backlog).
+	var tick <-chan time.Time
+	if o.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) * float64(per) / o.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
 	start := time.Now()
 	for range o.Clients {
 		wg.Go(func() {
@@ -494,6 +503,13 @@ func fillOutbox(ctx context.Context, o Options, c *client, w *worker, category, 
 					return
 				}
 				end := min(first+per, o.Jobs)
+				if tick != nil {
+					select {
+					case <-tick:
+					case <-ctx.Done():
+						return
+					}
+				}
 				rows = rows[:0]
 				for seq := first; seq < end; seq++ {
 					payload := `{"seq":` + strconv.Itoa(seq) + `}`
@@ -561,6 +577,8 @@ func (o Options) Label() string {
 	switch {
 	case o.Backlog:
 		return fmt.Sprintf("backlog of %d jobs, max_workers %d", o.Jobs, o.MaxWorkers)
+	case o.Outbox && o.Rate > 0:
+		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, %.0f rows/s offered, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.Rate, o.MaxWorkers)
 	case o.Outbox:
 		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.MaxWorkers)
 	case o.Rate > 0:

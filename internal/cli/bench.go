@@ -55,8 +55,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("backlog, batch: must not be negative")
 	}
 	if o.Outbox {
-		if *backlog > 0 || o.Batch > 0 || o.Rate > 0 {
-			return fmt.Errorf("outbox: not with --backlog, --batch or --rate")
+		if *backlog > 0 || o.Batch > 0 {
+			return fmt.Errorf("outbox: not with --backlog or --batch")
 		}
 		if *target != "" && *dbURL == "" {
 			return fmt.Errorf("outbox: needs --database-url, the database of the --server node")
