@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"database/sql"
+	"github.com/rowq/rowq/internal/store/sqldb"
 
 	"github.com/rowq/rowq/internal/store"
 )
@@ -60,4 +61,4 @@ var JobsExpiredSQL = jobsExpiredSQL
 func SessionConnID(s store.NodeSession) int64 { return s.(*nodeSession).connID }
 
 // OutboxReadSQL is the outbox's read (and probe), for the EXPLAIN test.
-const OutboxReadSQL = outboxReadSQL
+const OutboxReadSQL = sqldb.OutboxReadSQL

@@ -11,43 +11,20 @@ import (
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// outboxCols are the columns of rowq_outbox, in the order scanOutboxRow
-// scans them; rowq_outbox_rejects has them too (id as outbox_id).
-const outboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, created_at"
-
-// scanOutboxRow scans lead, then outboxCols into r, then tail.
+// scanOutboxRow scans lead, then sqldb.OutboxCols into r, then tail.
 func scanOutboxRow(sc sqldb.Scanner, r *store.OutboxRow, lead []any, tail ...any) error {
 	return sc.Scan(append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
 		&r.Timeout, &r.Priority, &r.UniqueKey, &r.CreatedAt), tail...)...)
 }
-
-// outboxArgs are the values an application writes in a row's columns.
-func outboxArgs(r *store.OutboxRow) []any {
-	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey}
-}
-
-// outboxReadSQL reads the first rows of the outbox: a walk of the primary
-// key from its start, which stops at the limit.
-const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT ?`
 
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`/* rowq:outbox.insert */ INSERT INTO rowq_outbox
-		(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key) VALUES `)
-	args := make([]any, 0, 9*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(" + sqldb.Placeholders(9) + ")")
-		args = append(args, outboxArgs(r)...)
-	}
+	q, args := sqldb.OutboxInsertSQL(rows)
 	err := retry(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, q.String(), args...)
+		_, err := s.db.ExecContext(ctx, q, args...)
 		return err
 	})
 	if err != nil {
@@ -68,7 +45,7 @@ func (s *Store) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, 
 		rows, err = sqldb.QueryAll(ctx, s.db, func(sc sqldb.Scanner) (*store.OutboxRow, error) {
 			var r store.OutboxRow
 			return &r, scanOutboxRow(sc, &r, []any{&r.ID})
-		}, outboxReadSQL, limit)
+		}, sqldb.OutboxReadSQL, limit)
 		return err
 	})
 	if err != nil {
@@ -127,14 +104,14 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 // insertRejects stores rejects with one multi-row INSERT.
 func insertRejects(ctx context.Context, tx *sql.Tx, rejects []store.OutboxRejectParams) error {
 	var q strings.Builder
-	q.WriteString(`/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects (outbox_id, ` + outboxCols + `, reason, rejected_at) VALUES `)
+	q.WriteString(`/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects (outbox_id, ` + sqldb.OutboxCols + `, reason, rejected_at) VALUES `)
 	args := make([]any, 0, 12*len(rejects))
 	for i, r := range rejects {
 		if i > 0 {
 			q.WriteString(", ")
 		}
 		q.WriteString("(" + sqldb.Placeholders(12) + ", NOW(6))")
-		args = append(append(append(args, r.Row.ID), outboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
+		args = append(append(append(args, r.Row.ID), sqldb.OutboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
@@ -144,7 +121,7 @@ func insertRejects(ctx context.Context, tx *sql.Tx, rejects []store.OutboxReject
 func (s *Store) OutboxRejects(ctx context.Context, p *store.OutboxRejectsParams) ([]*store.OutboxReject, error) {
 	var out []*store.OutboxReject
 	err := retry(ctx, func() (err error) {
-		out, err = sqldb.QueryAll(ctx, s.db, scanOutboxReject, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+outboxCols+`,
+		out, err = sqldb.QueryAll(ctx, s.db, scanOutboxReject, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+sqldb.OutboxCols+`,
 			reason, rejected_at FROM rowq_outbox_rejects WHERE id > ? ORDER BY id LIMIT ?`, p.After, p.Limit)
 		return err
 	})

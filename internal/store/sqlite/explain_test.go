@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"github.com/rowq/rowq/internal/store/sqldb"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,7 @@ func TestSchedulesDue_UsesIndexWithoutSort(t *testing.T) {
 // TestOutboxRead_WalksTheRowid: the outbox's read (the moving node's
 // probe) walks the table in rowid order and stops at its limit.
 func TestOutboxRead_WalksTheRowid(t *testing.T) {
-	if got := explain(t, openExplain(t), "outbox read", outboxReadSQL, 500); got != "SCAN rowq_outbox" {
+	if got := explain(t, openExplain(t), "outbox read", sqldb.OutboxReadSQL, 500); got != "SCAN rowq_outbox" {
 		t.Errorf("outbox read plan = %q, want a plain scan in rowid order (no sort)", got)
 	}
 }

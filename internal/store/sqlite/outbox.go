@@ -5,50 +5,26 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// outboxCols are the columns of rowq_outbox, in the order outboxDest
-// scans them; rowq_outbox_rejects has them too (id as outbox_id).
-const outboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, created_at"
-
-// outboxDest are the destinations of lead, then outboxCols into r (the
+// outboxDest are the destinations of lead, then sqldb.OutboxCols into r (the
 // time into *created), then tail.
 func outboxDest(r *store.OutboxRow, created *int64, lead []any, tail ...any) []any {
 	return append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
 		&r.Timeout, &r.Priority, &r.UniqueKey, created), tail...)
 }
 
-// outboxArgs are the values an application writes in a row's columns.
-func outboxArgs(r *store.OutboxRow) []any {
-	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey}
-}
-
-// outboxReadSQL reads the first rows of the outbox: a walk of the primary
-// key from its start, which stops at the limit.
-const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT ?`
-
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`/* rowq:outbox.insert */ INSERT INTO rowq_outbox
-		(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key) VALUES `)
-	args := make([]any, 0, 9*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(" + sqldb.Placeholders(9) + ")")
-		args = append(args, outboxArgs(r)...)
-	}
+	q, args := sqldb.OutboxInsertSQL(rows)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, q.String(), args...)
+		_, err := tx.ExecContext(ctx, q, args...)
 		return err
 	})
 	if err != nil {
@@ -67,7 +43,7 @@ func (s *Store) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, 
 		err := sc.Scan(outboxDest(&r, &created, []any{&r.ID})...)
 		r.CreatedAt = fromMicros(created)
 		return &r, err
-	}, outboxReadSQL, limit)
+	}, sqldb.OutboxReadSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the outbox: %w", mapErr(err))
 	}
@@ -103,8 +79,8 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 		}
 		for _, r := range rejects {
 			if _, err := tx.ExecContext(ctx, `/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects
-				(outbox_id, `+outboxCols+`, reason, rejected_at) VALUES (`+sqldb.Placeholders(13)+`)`,
-				append(append([]any{r.Row.ID}, outboxArgs(r.Row)...), r.Row.CreatedAt.UnixMicro(), r.Reason, now)...); err != nil {
+				(outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at) VALUES (`+sqldb.Placeholders(13)+`)`,
+				append(append([]any{r.Row.ID}, sqldb.OutboxArgs(r.Row)...), r.Row.CreatedAt.UnixMicro(), r.Reason, now)...); err != nil {
 				return err
 			}
 		}
@@ -125,7 +101,7 @@ func (s *Store) OutboxRejects(ctx context.Context, p *store.OutboxRejectsParams)
 		err := sc.Scan(outboxDest(&r.Row, &created, []any{&r.ID, &r.Row.ID}, &r.Reason, &rejected)...)
 		r.Row.CreatedAt, r.RejectedAt = fromMicros(created), fromMicros(rejected)
 		return &r, err
-	}, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+outboxCols+`, reason, rejected_at
+	}, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at
 		FROM rowq_outbox_rejects WHERE id > ? ORDER BY id LIMIT ?`, p.After, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox rejects: %w", mapErr(err))
