@@ -2,9 +2,9 @@ package mysql
 
 import (
 	"database/sql"
-	"github.com/rowq/rowq/internal/store/sqldb"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // GrabSQL is the grab SELECT, for the EXPLAIN test.
