@@ -2,9 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"github.com/rowq/rowq/internal/store/sqldb"
 	"strings"
 	"testing"
+
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // The EXPLAIN tests: each query that must not grow with the data walks its
