@@ -64,6 +64,11 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Now returns the database's clock.
 	Now(ctx context.Context) (time.Time, error)
+	// Advise returns what an operator should know about the database's
+	// settings for rowq, one sentence each (PostgreSQL with autovacuum
+	// off: the jobs table's dead rows then grow without bound); none when
+	// all is well. The server logs them as warnings when it starts.
+	Advise(ctx context.Context) ([]string, error)
 	// Close releases the connection pools.
 	Close() error
 

@@ -334,3 +334,7 @@ func retry(ctx context.Context, fn func() error) error { return sqldb.Retry(ctx,
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return sqldb.InTx(ctx, s.db, nil, fn)
 }
+
+// Advise has nothing to say: rowq needs no setting of this database beyond
+// what Open checks.
+func (s *Store) Advise(context.Context) ([]string, error) { return nil, nil }

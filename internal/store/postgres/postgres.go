@@ -271,3 +271,19 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	})
 	return err
 }
+
+// Advise warns when autovacuum is off: every job leaves dead rows behind
+// (its grab and its acknowledgement), about 2 a job, which only VACUUM
+// reclaims, so the jobs table and its indexes grow without bound and every
+// grab slows down. rowq does not vacuum on its own: turning autovacuum off
+// is the operator's decision, and so is what replaces it.
+func (s *Store) Advise(ctx context.Context) ([]string, error) {
+	on, err := queryOne(ctx, s, pgx.RowTo[string], `/* rowq:advise */ SELECT current_setting('autovacuum')`)
+	if err != nil {
+		return nil, fmt.Errorf("read autovacuum setting: %w", mapErr(err))
+	}
+	if on == "on" {
+		return nil, nil
+	}
+	return []string{"PostgreSQL's autovacuum is off: the dead rows every job leaves in the jobs table are never reclaimed, so the table grows and grabs slow down; turn autovacuum on or VACUUM the rowq tables regularly"}, nil
+}

@@ -223,3 +223,27 @@ func TestOpen_NoConnectionLeft(t *testing.T) {
 		t.Errorf("Ping as a role without connections: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestAdvise_Autovacuum checks that Advise warns exactly when the server's
+// autovacuum is off, whichever way this server is set.
+func TestAdvise_Autovacuum(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	pool, err := pgxpool.New(ctx, dbtest.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var setting string
+	if err := pool.QueryRow(ctx, "SHOW autovacuum").Scan(&setting); err != nil {
+		t.Fatal(err)
+	}
+	advice, err := s.Advise(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := len(advice) == 1 && strings.Contains(advice[0], "autovacuum is off")
+	if want := setting == "off"; warned != want || (!want && len(advice) != 0) {
+		t.Errorf("autovacuum %s: Advise = %q", setting, advice)
+	}
+}

@@ -128,3 +128,7 @@ func affected(res sql.Result, err error) (int64, error) {
 	n, err := sqldb.Affected(res, err)
 	return n, mapErr(err)
 }
+
+// Advise has nothing to say: rowq needs no setting of this database beyond
+// what Open checks.
+func (s *Store) Advise(context.Context) ([]string, error) { return nil, nil }
