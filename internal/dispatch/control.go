@@ -27,6 +27,22 @@ func (d *Dispatcher) Wake(queue string) {
 	}
 }
 
+// Later tells the leader of queue that a job of the queue is due later
+// (committed): this node's runner, if parked, has its queue looked at to
+// learn when (probe.go); a leader on another node is nudged, and looks
+// when its runner parks again.
+func (d *Dispatcher) Later(queue string) {
+	d.mu.Lock()
+	r := d.runners[queue]
+	d.mu.Unlock()
+	switch {
+	case r != nil:
+		r.later()
+	case d.cfg.Nudger != nil:
+		d.cfg.Nudger.Wake(queue)
+	}
+}
+
 // Nudged handles a nudge from another node (POST /queue/{name}/wake): it
 // wakes this node's runner of queue, after a leadership cycle when the
 // queue's settings changed, and reports whether this node leads the queue.

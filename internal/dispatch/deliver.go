@@ -82,6 +82,7 @@ func (r *runner) process(j *store.Job) {
 		if err := r.accept(j, res.Lease); err != nil && d.deliverCtx.Err() == nil {
 			log.Warn("job was taken from this node before its acceptance was recorded; it will be delivered again", "err", err)
 		}
+		r.later() // its lease runs out some day
 		return
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
@@ -96,6 +97,7 @@ func (r *runner) process(j *store.Job) {
 		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
 			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
 		})
+		r.later()
 	default:
 		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
 		err = d.retryStore(log, "fail job", func(ctx context.Context) error {

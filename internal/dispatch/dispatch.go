@@ -157,6 +157,7 @@ type Dispatcher struct {
 	refresh             chan struct{} // run a leadership cycle now
 	loopDone            chan struct{}
 	probeDone           chan struct{}
+	probeKick           chan struct{} // a runner parked or has work due later
 	healthy             bool
 	lastBeat            atomic.Int64 // UnixNano of the last heartbeat that succeeded
 	// session is the node's database session (session.go), open since
@@ -167,6 +168,15 @@ type Dispatcher struct {
 	noSession    bool
 
 	cluster atomic.Pointer[store.Cluster] // the live nodes as the last cycle read them
+	// The leadership cycle's memory (cycle): the last count of queues per
+	// node and the cycles since; the queues led as last read, d.pauses
+	// when that read began, and the cycles since; whether the last cycle
+	// claimed or yielded queues.
+	counted               *store.Cluster
+	sinceCount, sinceRead int
+	led                   []*store.Queue
+	ledPauses             uint64
+	moving                bool
 }
 
 // LiveNodes returns the live nodes, with the queues each leads, as this
@@ -191,6 +201,7 @@ func New(cfg Config) *Dispatcher {
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
 		probeDone:  make(chan struct{}),
+		probeKick:  make(chan struct{}, 1),
 		healthy:    true,
 	}
 	d.complete = batch.New(func(ctx context.Context, ids []int64) ([]struct{}, error) {
@@ -205,7 +216,7 @@ func New(cfg Config) *Dispatcher {
 // until the database answers.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	d.startOnce.Do(func() {
-		if err := d.cycle(ctx); err != nil {
+		if err := d.cycle(ctx, true); err != nil {
 			d.log.Warn("first heartbeat failed; the dispatcher keeps trying", "err", err)
 		}
 		go d.loop()
@@ -220,14 +231,16 @@ func (d *Dispatcher) loop() {
 	defer t.Stop()
 	var lastPurge time.Time
 	for {
+		full := false
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
 		case <-d.refresh:
+			full = true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
-		d.cycle(ctx)
+		d.cycle(ctx, full)
 		cancel()
 		if time.Since(lastPurge) >= time.Minute {
 			lastPurge = time.Now()
@@ -236,18 +249,46 @@ func (d *Dispatcher) loop() {
 	}
 }
 
+// countEvery and readEvery bound how many leadership cycles in a row reuse
+// the last count of queues per node (store.NodesLive) and the last read of
+// the queues this node leads (store.QueuesLed) while nothing says they
+// changed: both read every queue, so that a cycle of a node leading
+// 10,000 idle queues would read 20,000 rows a second doing nothing.
+const (
+	countEvery = 10
+	readEvery  = 10
+)
+
+// coldAbove is how many queues a leadership cycle may start leading before
+// their runners start cold (sync).
+const coldAbove = 100
+
 // cycle holds the node's database session, heartbeats, reaps the nodes
 // whose session ended (session.go), claims free queues up to its share or
 // yields queues beyond it (spread.go), and starts or stops runners to match
 // the queues this node leads.
-func (d *Dispatcher) cycle(ctx context.Context) error {
+//
+// What it reads each time costs the same however many queues there are: a
+// glance at the live nodes and whether any queue is free
+// (store.NodesGlance). It counts the queues per node only when the glance
+// shows a change (a node came or went, a queue is free), while queues
+// move, when full (a queue was created or changed through this node, or
+// another node said so) or every countEvery cycles; and it reads the
+// queues it leads only after a claim, when full, after an outage or a new
+// database session, or every readEvery cycles. Between reads this node
+// cannot lose a queue (claims take only queues of nodes that are not
+// live), so what the reuse can miss is a settings change made through
+// another node whose nudge was lost: it applies at the next read.
+func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 	d.mu.Lock()
 	pauses := d.pauses
 	d.mu.Unlock()
 	// stale: a heartbeat succeeded once, but not within the TTL; the
 	// runners hold back until this cycle's heartbeat.
 	stale := d.lastBeat.Load() != 0 && !d.fresh()
+	since := d.sessionSince
 	session := d.holdSession(ctx)
+	full = full || stale || !d.healthy || d.sessionSince != since
 	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL, Session: session})
 	if err == nil {
 		d.lastBeat.Store(time.Now().UnixNano())
@@ -256,23 +297,33 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 	var claim, yield int
 	if err == nil {
 		var c *store.Cluster
-		if c, err = d.cfg.Store.NodesLive(ctx); err == nil {
+		if c, err = d.clusterNow(ctx, full); err == nil {
 			d.cluster.Store(c)
 			claim, yield = share(c, d.cfg.Node)
+			d.moving = claim > 0 || yield > 0
 		}
 	}
 	if err == nil && claim > 0 {
 		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node, Limit: claim})
+		full = true // read what it got
 	}
 	var led []*store.Queue
 	if err == nil {
-		led, err = d.cfg.Store.QueuesLed(ctx, d.cfg.Node)
+		if full || d.led == nil || d.sinceRead >= readEvery {
+			if led, err = d.cfg.Store.QueuesLed(ctx, d.cfg.Node); err == nil {
+				d.led, d.ledPauses, d.sinceRead = led, pauses, 0
+			}
+		} else {
+			led, pauses = d.led, d.ledPauses
+			d.sinceRead++
+		}
 	}
 	if err != nil {
 		if d.healthy {
 			d.log.Warn("leadership refresh failed; retrying", "err", err)
 			d.healthy = false
 		}
+		d.led, d.counted = nil, nil // read afresh once the database answers
 		// Without a heartbeat for a whole TTL, another node may have taken
 		// our queues: stop dispatching until the database answers again.
 		if !d.fresh() {
@@ -293,21 +344,57 @@ func (d *Dispatcher) cycle(ctx context.Context) error {
 		d.mu.Lock()
 		yielded = d.toYield(led, yield)
 		d.mu.Unlock()
-		led = slices.DeleteFunc(led, func(q *store.Queue) bool { return slices.Contains(yielded, q.Name) })
+		led = slices.DeleteFunc(slices.Clone(led), func(q *store.Queue) bool { return slices.Contains(yielded, q.Name) })
 	}
 	d.sync(led, pauses)
 	if len(yielded) > 0 {
 		if err := d.cfg.Store.QueuesYield(ctx, &store.QueuesYieldParams{Node: d.cfg.Node, Queues: yielded}); err != nil {
 			// Still led: the next cycle starts their runners again.
 			d.log.Warn("yielding queues to other nodes failed", "queues", len(yielded), "err", err)
+			d.led = nil
 		} else {
 			d.log.Info("yielded queues to other nodes", "queues", len(yielded))
+			d.led = led
 		}
 	}
 	if stale {
 		d.nudgeAll() // runners held back while the node was stale go on
 	}
 	return nil
+}
+
+// clusterNow returns the live nodes with the queues each leads: counted
+// afresh when the cycle must (see cycle), else the last count with this
+// node's own share as it stands.
+func (d *Dispatcher) clusterNow(ctx context.Context, full bool) (*store.Cluster, error) {
+	g, err := d.cfg.Store.NodesGlance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	last := d.counted
+	if full || last == nil || g.Free || d.moving || d.sinceCount >= countEvery || !sameNodes(last, g.Nodes) {
+		c, err := d.cfg.Store.NodesLive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d.counted, d.sinceCount = c, 0
+		return c, nil
+	}
+	d.sinceCount++
+	c := &store.Cluster{Queues: last.Queues, Nodes: slices.Clone(last.Nodes)}
+	for i, n := range c.Nodes {
+		if n.ID == d.cfg.Node && d.led != nil {
+			me := *n
+			me.Leads = len(d.led)
+			c.Nodes[i] = &me
+		}
+	}
+	return c, nil
+}
+
+// sameNodes reports whether c holds exactly the nodes ids, in order.
+func sameNodes(c *store.Cluster, ids []string) bool {
+	return slices.EqualFunc(c.Nodes, ids, func(n *store.Node, id string) bool { return n.ID == id })
 }
 
 // fresh reports whether this node's registration is known to be live: a
@@ -342,6 +429,17 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 		return // Stop retires every runner
 	default:
 	}
+	// Many queues led at once (a node starting, or taking over a dead
+	// node's share) start cold: parked, their first look and rescue left
+	// to the prober, which asks for a thousand queues per statement,
+	// instead of a grab and a rescue each.
+	fresh := 0
+	for _, q := range led {
+		if d.runners[q.Name] == nil {
+			fresh++
+		}
+	}
+	cold := fresh > coldAbove
 	keep := make(map[string]bool, len(led))
 	for _, q := range led {
 		keep[q.Name] = true
@@ -357,9 +455,15 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 			continue
 		}
 		r := newRunner(d, q)
+		r.cold = cold
 		d.runners[q.Name] = r
-		d.log.Info("leading queue", "queue", q.Name)
+		if !cold {
+			d.log.Info("leading queue", "queue", q.Name)
+		}
 		go r.run()
+	}
+	if cold {
+		d.log.Info("leading queues", "queues", fresh)
 	}
 	for name, m := range d.marks {
 		if m.at <= pauses {

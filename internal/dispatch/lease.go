@@ -223,6 +223,9 @@ func (d *Dispatcher) Complete(ctx context.Context, c *Completion) error {
 		return err
 	}
 	d.cfg.Stats.Delivered(queue, outcome, 0)
+	if p.Outcome == store.FinishRetry {
+		d.Later(queue)
+	}
 	return nil
 }
 
@@ -301,7 +304,7 @@ func (r *runner) expireLeases() {
 		retried = retried || p.Outcome == store.FinishRetry
 	}
 	if retried {
-		r.nudge() // a retry without delay is due now
+		r.nudge() // a retry without delay is due now; a later one is looked at when the runner parks
 	}
 }
 

@@ -1,74 +1,227 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
+
+	"github.com/rowq/rowq/internal/store"
 )
 
-// The prober stands in for the polls of parked runners: a runner whose
-// last grab came back short does not poll its queue, and instead the
-// prober looks for due jobs in every parked queue whose polling_interval
-// has passed since its last look, with one query (store.JobsDue), and
-// wakes those that have some. A thousand idle queues then cost one short
-// query per polling interval, not a thousand grab transactions.
+// The prober stands in for the polls of parked runners, so that an idle
+// queue costs next to nothing, however many there are. A runner whose last
+// grab came back short parks: it waits for a wake-up, not for its own
+// poll. What can make work due in a parked queue, and how the prober
+// learns of it:
 //
-// Jobs that become due without a wake-up (enqueued on another node,
-// deferred, retried, rescued) are found within a queue's
-// polling_interval, as before; a job enqueued on this node wakes its
-// runner at once.
+//   - a job enqueued due now, on any node: the enqueue wakes the runner
+//     (Wake; from another node, a nudge through internal/notify);
+//   - a job enqueued for later, a retry, an accepted job's lease: the
+//     queue is looked at (store.JobsNextDue, one statement for every queue
+//     due for a look), which tells when its earliest waiting job is due
+//     and when its earliest grab or lease runs out; the prober then sleeps
+//     until the earliest such time over all queues and wakes that runner,
+//     to grab or to rescue. A queue is looked at when its runner parks (at
+//     most once per polling_interval), and when a job is enqueued for
+//     later or a retry or lease is recorded while it is parked (Later);
+//   - anything that escaped both (a nudge lost while the queue changed
+//     leader, a job written by another program): the sweep, which looks at
+//     the parked queues not looked at for a polling_interval, the
+//     longest-unlooked first, at most sweepRate queues a second, with
+//     store.JobsExpired as well, at most once a RescueInterval per queue
+//     (grabs whose holder unregistered).
 //
-// Rescues go the same way: every RescueInterval the prober asks which
-// parked queues hold an expired grab (store.JobsExpired), and only their
-// runners rescue.
+// So the statements an idle node sends do not grow with its queues: at
+// most one look a probeGap for the queues that parked or were told of
+// later work, and the sweep's sweepRate/probeChunk a second. What grows
+// is how long the sweep takes to come round (about N/sweepRate seconds for
+// N queues), which only the jobs no wake-up announced wait for.
 
-// probeMaxTick bounds the prober's sleep. It sleeps at most the shortest
-// polling_interval of the queues it may have to look at, so a queue that
-// parks is looked at within about its interval; a tick with nothing to
-// look at reads no database.
-const probeMaxTick = 100 * time.Millisecond
+// probeGap spaces the prober's looks, so that queues parking at about the
+// same time share one statement. Nothing due now waits for a look: jobs
+// due now come with a wake-up.
+const probeGap = 100 * time.Millisecond
+
+// probeMaxSleep bounds the prober's sleep when nothing is known to fall
+// due, so that the sweep comes round.
+const probeMaxSleep = time.Second
+
+// sweepRate bounds the queues the sweep looks at per second: one chunk.
+const sweepRate = probeChunk
+
+// probeChunk bounds the queue names one look sends, so that a node leading
+// very many queues sends statements of bounded size.
+const probeChunk = 1000
 
 func (d *Dispatcher) probe() {
 	defer close(d.probeDone)
 	t := time.NewTimer(0)
 	defer t.Stop()
-	var lastRescue time.Time
+	p := prober{d: d, budget: sweepRate}
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
+		case <-d.probeKick:
+			t.Stop() // since Go 1.23, Reset then drops a tick not received
 		}
-		next := d.probeOnce()
-		if since := time.Since(lastRescue); since >= d.cfg.RescueInterval {
-			lastRescue = time.Now()
-			d.rescueParked()
-			next = min(next, d.cfg.RescueInterval)
-		} else {
-			next = min(next, d.cfg.RescueInterval-since)
-		}
+		next := p.once(time.Now())
 		t.Reset(next)
 	}
 }
 
-// rescueParked asks which parked queues hold an expired grab and has their
-// runners rescue them.
-func (d *Dispatcher) rescueParked() {
-	var parked []string
+// prober is the state of the prober's loop.
+type prober struct {
+	d *Dispatcher
+	// budget is how many queues the sweep may look at now; it grows by
+	// sweepRate a second, up to sweepRate.
+	budget   float64
+	lastRun  time.Time
+	lastLook time.Time
+}
+
+// once wakes the parked runners whose work fell due, looks at the queues
+// that need a look (and the sweep's share), and returns how long to sleep.
+func (p *prober) once(now time.Time) time.Duration {
+	d := p.d
+	if !p.lastRun.IsZero() {
+		p.budget = min(p.budget+now.Sub(p.lastRun).Seconds()*sweepRate, sweepRate)
+	}
+	p.lastRun = now
+	ns := now.UnixNano()
+	next := ns + int64(probeMaxSleep)
+	mayLook := now.Sub(p.lastLook) >= probeGap
+	var look, sweep []*runner
 	d.mu.Lock()
-	for name, r := range d.runners {
-		if r.parked.Load() {
-			parked = append(parked, name)
+	for _, r := range d.runners {
+		if !r.parked.Load() || r.settings.Load().Paused {
+			continue // awake; or paused, and a resume wakes it
+		}
+		// A runner woken for a time that the database does not see come yet
+		// finds nothing, and has its queue looked at again when it parks.
+		if at := r.dueAt.Load(); at != 0 && at <= ns && r.dueAt.CompareAndSwap(at, 0) {
+			r.unknown.Store(true)
+			r.nudge()
+		}
+		if at := r.expiresAt.Load(); at != 0 && at <= ns && r.expiresAt.CompareAndSwap(at, 0) {
+			r.unknown.Store(true)
+			r.rescueNow.Store(true)
+			r.nudge()
+		}
+		if at := r.dueAt.Load(); at != 0 {
+			next = min(next, at)
+		}
+		if at := r.expiresAt.Load(); at != 0 {
+			next = min(next, at)
+		}
+		if at := r.lookAt.Load(); at != 0 {
+			if at <= ns && mayLook {
+				look = append(look, r)
+			} else {
+				next = min(next, max(at, p.lastLook.Add(probeGap).UnixNano()))
+			}
+			continue
+		}
+		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
+		if at := r.lookedAt.Load() + int64(interval); at <= ns {
+			sweep = append(sweep, r)
+		} else {
+			next = min(next, at)
 		}
 	}
 	d.mu.Unlock()
-	if len(parked) == 0 {
+	switch {
+	case len(sweep) == 0:
+	case !mayLook:
+		next = min(next, p.lastLook.Add(probeGap).UnixNano())
+		sweep = nil
+	case len(sweep) <= int(p.budget):
+		p.budget -= float64(len(sweep))
+	case p.budget >= sweepRate:
+		// More than a second's worth: once a second, the longest-unlooked
+		// first (one sort a second, however many queues).
+		slices.SortFunc(sweep, func(a, b *runner) int { return cmp.Compare(a.lookedAt.Load(), b.lookedAt.Load()) })
+		sweep = sweep[:sweepRate]
+		p.budget -= sweepRate
+	default:
+		// Wait until a second's worth has built up.
+		next = min(next, ns+int64((sweepRate-p.budget)/sweepRate*float64(time.Second)))
+		sweep = nil
+	}
+	if len(sweep) > 0 || len(look) > 0 {
+		p.lastLook = now
+		p.look(slices.Concat(look, sweep))
+		// The queues looked at have new times to sleep until, not in next.
+		next = min(next, now.Add(probeGap).UnixNano())
+	}
+	return max(time.Duration(next-time.Now().UnixNano()), time.Millisecond)
+}
+
+// look asks when the queues of runners next need them, wakes those with
+// work due now, and notes the rest's times; it also asks which hold a grab
+// whose holder is gone, of those not asked for a RescueInterval.
+func (p *prober) look(runners []*runner) {
+	d := p.d
+	asked := make([]int64, len(runners))
+	names := make([]string, len(runners))
+	for i, r := range runners {
+		asked[i] = r.lookAt.Load()
+		names[i] = r.name
+	}
+	due, err := inChunks(names, d.cfg.Store.JobsNextDue)
+	if err != nil {
+		// Wake them all: each grabs and rescues, and backs off on its own
+		// if the database is away.
+		d.log.Debug("look at parked queues failed; waking them", "err", err)
+		for _, r := range runners {
+			r.rescueNow.Store(true)
+			r.nudge()
+		}
 		return
 	}
-	expired, err := inChunks(parked, d.cfg.Store.JobsExpired)
+	byName := make(map[string]store.QueueDue, len(due))
+	for _, q := range due {
+		byName[q.Queue] = q
+	}
+	// The times are from the database's now during the look: counted from
+	// after it, a runner is woken a little late rather than too early.
+	ns := time.Now().UnixNano()
+	for i, r := range runners {
+		r.lookedAt.Store(ns)
+		r.lookAt.CompareAndSwap(asked[i], 0) // unless asked again meanwhile
+		q, ok := byName[r.name]
+		if !ok {
+			q = store.QueueDue{Job: store.Never, Expiry: store.Never}
+		}
+		r.dueAt.Store(at(ns, q.Job))
+		r.expiresAt.Store(at(ns, q.Expiry))
+		if q.Expiry <= 0 {
+			r.rescueNow.Store(true)
+		}
+		if q.Job <= 0 || q.Expiry <= 0 {
+			r.dueAt.Store(0)
+			r.nudge()
+		}
+	}
+	// Grabs whose holder unregistered: asked of each queue at most once a
+	// RescueInterval, and of a queue whose runner started cold at its
+	// first look.
+	var sweepNames []string
+	for _, r := range runners {
+		if ns-r.expiredAt >= int64(d.cfg.RescueInterval) {
+			r.expiredAt = ns
+			sweepNames = append(sweepNames, r.name)
+		}
+	}
+	if len(sweepNames) == 0 {
+		return
+	}
+	expired, err := inChunks(sweepNames, d.cfg.Store.JobsExpired)
 	if err != nil {
-		d.log.Debug("look for expired grabs failed; the parked runners rescue", "err", err)
-		expired = parked
+		d.log.Debug("look for expired grabs failed", "err", err)
+		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -80,71 +233,52 @@ func (d *Dispatcher) rescueParked() {
 	}
 }
 
-// probeOnce looks at the parked queues that are due for a look and
-// returns how long to sleep until the next look falls due.
-func (d *Dispatcher) probeOnce() time.Duration {
-	now := time.Now()
-	next := probeMaxTick
-	var look []*runner
-	d.mu.Lock()
-	for _, r := range d.runners {
-		q := r.settings.Load()
-		if q.Paused {
-			continue
-		}
-		interval := time.Duration(q.PollingInterval) * time.Millisecond
-		if !r.parked.Load() {
-			// Awake now, it may park any moment: be back within its
-			// interval.
-			next = min(next, interval)
-			continue
-		}
-		// Looks falling due within half an interval go together, so that
-		// queues with the same interval share one query.
-		if wait := time.Unix(0, r.lastLook.Load()).Add(interval).Sub(now); wait <= interval/2 {
-			look = append(look, r)
-			next = min(next, interval)
-		} else {
-			next = min(next, wait)
-		}
+// at returns the UnixNano of now + in, or 0 for Never.
+func at(now int64, in time.Duration) int64 {
+	if in == store.Never {
+		return 0
 	}
-	d.mu.Unlock()
-	if len(look) == 0 {
-		return max(next, time.Millisecond)
-	}
-	names := make([]string, len(look))
-	for i, r := range look {
-		names[i] = r.name
-	}
-	due, err := inChunks(names, d.cfg.Store.JobsDue)
-	if err != nil {
-		// Wake them all: each grabs, and backs off on its own if the
-		// database is away.
-		d.log.Debug("look for due jobs failed; waking the parked runners", "err", err)
-		due = names
-	}
-	stamp := now.UnixNano()
-	for _, r := range look {
-		r.lastLook.Store(stamp)
-	}
-	d.mu.Lock()
-	for _, name := range due {
-		if r := d.runners[name]; r != nil {
-			r.nudge()
-		}
-	}
-	d.mu.Unlock()
-	return max(next, time.Millisecond)
+	return now + int64(in)
 }
 
-// probeChunk bounds the queue names one look sends, so that a node leading
-// very many queues sends several statements of bounded size.
-const probeChunk = 1000
+// parking tells the prober that r parks: its queue is looked at once its
+// polling_interval has passed since the last look, in case its grab left
+// jobs due later or grabs or leases to expire; at once if it got work due
+// later meanwhile (later).
+func (r *runner) parking(now time.Time) {
+	at := now.UnixNano()
+	if !r.unknown.Swap(false) {
+		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
+		at = max(at, r.lookedAt.Load()+int64(interval))
+		if asked := r.lookAt.Load(); asked != 0 && asked <= at {
+			return // a look is asked for already, no later
+		}
+	}
+	r.lookAt.Store(at)
+	r.d.kickProber()
+}
 
-// inChunks runs look on names probeChunk at a time and gathers the names
-// it returns.
-func inChunks(names []string, look func(context.Context, []string) ([]string, error)) ([]string, error) {
-	var out []string
+// later tells the prober that r's queue got work due later (a deferred
+// job, a retry, a lease): it is looked at now if r is parked, else as soon
+// as it parks.
+func (r *runner) later() {
+	r.unknown.Store(true)
+	if r.parked.Load() {
+		r.parking(time.Now())
+	}
+}
+
+func (d *Dispatcher) kickProber() {
+	select {
+	case d.probeKick <- struct{}{}:
+	default:
+	}
+}
+
+// inChunks runs look on names probeChunk at a time and gathers what it
+// returns.
+func inChunks[T any](names []string, look func(context.Context, []string) ([]T, error)) ([]T, error) {
+	var out []T
 	for chunk := range slices.Chunk(names, probeChunk) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		got, err := look(ctx, chunk)

@@ -32,9 +32,9 @@ func (s *countingStore) JobsGrab(ctx context.Context, p *store.JobsGrabParams) (
 	return s.Store.JobsGrab(ctx, p)
 }
 
-func (s *countingStore) JobsDue(ctx context.Context, queues []string) ([]string, error) {
+func (s *countingStore) JobsNextDue(ctx context.Context, queues []string) ([]store.QueueDue, error) {
 	s.probes.Add(1)
-	return s.Store.JobsDue(ctx, queues)
+	return s.Store.JobsNextDue(ctx, queues)
 }
 
 // TestIdleQueuesShareOneLook checks that idle queues are not polled one by
@@ -105,6 +105,88 @@ func TestIdleQueuesShareOneLook(t *testing.T) {
 			testworker.WaitFor(t, 10*time.Second, "the three jobs delivered", func() bool {
 				return w.Count("now") == 1 && w.Count("later") == 1 && w.Count("orphan") == 1
 			})
+		})
+	}
+}
+
+// TestIdleQueuesKnowWhenTheyAreDue checks that a parked queue is looked at
+// once, not polled: 200 queues led at once start cold (no grab, no rescue
+// each); with a polling_interval of a minute they cost no statement at all
+// for seconds on end, yet a job due later
+// (announced with Later, as the enqueue path does) and a retry the worker
+// asked for are delivered when due, because the look told the prober when.
+func TestIdleQueuesKnowWhenTheyAreDue(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			const queues = 200
+			ctx := context.Background()
+			s := &countingStore{Store: dbtest.Open(t, dialect)}
+			for i := range queues {
+				if _, err := s.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: 60000, MaxWorkers: 5}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first delivery of "retry" fails and asks for a retry in
+			// 1 s; every other delivery succeeds.
+			w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
+				if body == "retry" && attempt == 1 {
+					return 200, `{"status":"failure","retry_after":1}`, 0
+				}
+				return 200, `{"status":"success"}`, 0
+			})
+			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+			if err := d.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				d.Stop(stop)
+			})
+			testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
+				led, err := s.QueuesLed(ctx, "n1")
+				return err == nil && len(led) == queues
+			})
+			testworker.WaitFor(t, 30*time.Second, "the first look", func() bool { return s.probes.Load() >= 1 })
+			time.Sleep(time.Second)
+			// 200 queues led at once start cold: the prober looks at them
+			// together, instead of a grab and a rescue each.
+			if grabs, rescues := s.grabs.Load(), s.rescues.Load(); grabs+rescues > 0 {
+				t.Errorf("%d grabs and %d rescues as 200 idle queues started, want none: they start cold", grabs, rescues)
+			}
+
+			grabs, probes, rescues := s.grabs.Load(), s.probes.Load(), s.rescues.Load()
+			const watch = 3 * time.Second
+			time.Sleep(watch)
+			grabs, probes, rescues = s.grabs.Load()-grabs, s.probes.Load()-probes, s.rescues.Load()-rescues
+			t.Logf("in %v: %d grabs, %d looks, %d rescues", watch, grabs, probes, rescues)
+			if grabs+probes+rescues > 0 {
+				t.Errorf("%d grabs, %d looks and %d rescues in %v of 200 idle queues, want none", grabs, probes, rescues, watch)
+			}
+
+			// A job due in 1.5 s and one that will ask for a retry, each
+			// announced as the enqueue path does.
+			later := &store.JobInsertParams{Queue: "q7", Category: "c", URL: w.URL, Payload: []byte(`"later"`), Timeout: 5, RunAfter: 1500 * time.Millisecond}
+			retry := &store.JobInsertParams{Queue: "q99", Category: "c", URL: w.URL, Payload: []byte(`"retry"`), Timeout: 5, MaxRetries: 1}
+			began := time.Now()
+			if _, err := s.JobsInsert(ctx, []*store.JobInsertParams{later, retry}); err != nil {
+				t.Fatal(err)
+			}
+			d.Later("q7")
+			d.Wake("q99")
+			deadline := time.Now().Add(30 * time.Second)
+			for w.Count("later") != 1 || w.Count("retry") != 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("after 30 s the deferred job was delivered %d times (want 1), the retried one %d (want 2)", w.Count("later"), w.Count("retry"))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// Both well before the polling_interval: found by their times,
+			// not by a poll (generous for a loaded machine).
+			if took := time.Since(began); took < time.Second || took > 20*time.Second {
+				t.Errorf("delivered after %v, want between 1 s (their due times) and well under the minute's polling_interval", took)
+			}
 		})
 	}
 }

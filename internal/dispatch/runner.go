@@ -28,12 +28,23 @@ type runner struct {
 	bucket   *bucket     // max_dispatches_per_second; used by run only
 	ho       handoffState
 	// parked: the last grab came back short and the runner waits for a
-	// wake-up, not for its own poll: the dispatcher's prober looks for
-	// due jobs of all parked queues at once (probe.go). lastLook is when
-	// the queue was last looked at, by a grab or a probe (UnixNano).
-	parked   atomic.Bool
-	lastLook atomic.Int64
-	// rescueNow: the prober saw an expired grab in this parked queue.
+	// wake-up, not for its own poll: the dispatcher's prober looks after
+	// all parked queues at once (probe.go), with these times (UnixNano, 0
+	// for none): lookAt, when the queue is to be looked at; lookedAt, its
+	// last look; dueAt, when its earliest waiting job falls due; expiresAt,
+	// when its earliest grab or lease runs out.
+	parked                             atomic.Bool
+	lookAt, lookedAt, dueAt, expiresAt atomic.Int64
+	// unknown: the queue got work due later since its last look (later).
+	unknown atomic.Bool
+	// cold: start parked, leaving the first look and rescue to the
+	// prober (Dispatcher.sync).
+	cold bool
+	// expiredAt is when the prober's sweep last asked whether the queue
+	// holds a grab whose holder is gone (UnixNano; the prober's own).
+	expiredAt int64
+	// rescueNow: the prober saw an expired grab or lease in this parked
+	// queue.
 	rescueNow atomic.Bool
 	ahead     readAhead
 	acking    atomic.Int64 // deliveries waiting for their acknowledgement
@@ -110,6 +121,15 @@ func (r *runner) run() {
 		// to start (rescueNow), with the other parked queues' at once.
 		park bool
 	)
+	if r.cold && r.settings.Load().MaxDispatchesPerSecond == nil {
+		// No grab and no rescue yet: park, and the prober looks at once
+		// (unknown), asking as well for grabs of a holder that is gone
+		// (expiredAt is 0). A throttled queue polls itself, so it starts
+		// as any.
+		look, park = false, true
+		lastRescue = time.Now()
+		r.unknown.Store(true)
+	}
 	defer timer.Stop()
 	for !r.stopped() {
 		now := time.Now()
@@ -188,7 +208,6 @@ func (r *runner) run() {
 					continue // hand-offs took the free slots meanwhile
 				}
 				jobs, err := r.grab(n)
-				r.lastLook.Store(time.Now().UnixNano())
 				if tb != nil {
 					tb.take(len(jobs))
 				}
@@ -237,6 +256,9 @@ func (r *runner) run() {
 		}
 		timer.Reset(max(wait, time.Millisecond))
 		r.parked.Store(park)
+		if park {
+			r.parking(time.Now())
+		}
 		look = true
 		select {
 		case <-r.stop:

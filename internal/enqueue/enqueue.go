@@ -40,6 +40,9 @@ type Dispatcher interface {
 	// Wake tells the queue's leader, on this node or another, that a job
 	// is due now.
 	Wake(queue string)
+	// Later tells the queue's leader, on this node or another, that a job
+	// is due later.
+	Later(queue string)
 }
 
 // Config configures a Service.
@@ -171,8 +174,9 @@ func (s *Service) Stored(ps []*store.JobInsertParams, res []store.JobPushed) {
 	s.settle(ps, res, false)
 }
 
-// settle counts the jobs stored and wakes the queues that got one due
-// now, once each; handed-off jobs are with their dispatcher already.
+// settle counts the jobs stored and wakes the queues that got a job, once
+// each (for a job due later, so that its leader learns when); handed-off
+// jobs are with their dispatcher already.
 func (s *Service) settle(ps []*store.JobInsertParams, res []store.JobPushed, handedOff bool) {
 	var woken map[string]bool
 	for i, p := range ps {
@@ -180,7 +184,7 @@ func (s *Service) settle(ps []*store.JobInsertParams, res []store.JobPushed, han
 			continue
 		}
 		s.cfg.Stats.Pushed(p.Queue, 1)
-		if handedOff || p.RunAfter != 0 || woken[p.Queue] {
+		if handedOff || woken[p.Queue] || s.cfg.Dispatcher == nil {
 			continue
 		}
 		if len(ps) > 1 {
@@ -189,7 +193,12 @@ func (s *Service) settle(ps []*store.JobInsertParams, res []store.JobPushed, han
 			}
 			woken[p.Queue] = true
 		}
-		s.Due(p.Queue)
+		if p.RunAfter != 0 {
+			// Due later: its leader looks when, and wakes then.
+			s.cfg.Dispatcher.Later(p.Queue)
+		} else {
+			s.cfg.Dispatcher.Wake(p.Queue)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 )
@@ -100,17 +101,31 @@ type JobStore interface {
 	// locks nothing; JobFinish with Expired decides.
 	JobsLeaseExpired(ctx context.Context, p *JobsLeaseExpiredParams) ([]*Job, error)
 
-	// JobsDue returns those of queues that hold a waiting job due now (by
-	// the database's clock), in any order. Its cost grows with the number
-	// of queues, not with their jobs, so that a node's idle queues cost one
-	// query per polling interval, not one each.
-	JobsDue(ctx context.Context, queues []string) ([]string, error)
+	// JobsNextDue tells, for each of queues that holds a waiting job, a
+	// grab or a lease, when it next needs its leader (QueueDue), by the
+	// database's clock; queues that hold none are left out. Its cost grows
+	// with the number of queues named, not with their waiting jobs: the
+	// prober of idle queues (internal/dispatch) asks it once for a queue
+	// that parks, then sleeps until the time it gave.
+	JobsNextDue(ctx context.Context, queues []string) ([]QueueDue, error)
 	// JobsExpired returns those of queues that hold an expired grab (as
 	// JobsRescue sees it: grabbed_until passed, or its node unregistered)
 	// or an expired lease (JobsLeaseExpired), in any order: the queues
 	// whose rescue has something to do.
 	JobsExpired(ctx context.Context, queues []string) ([]string, error)
 }
+
+// QueueDue is when a queue next needs its leader, from the database's now
+// at the look: Job until its earliest waiting job is due (zero or less:
+// due now), Expiry until its earliest grab or lease runs out; Never when
+// it holds none.
+type QueueDue struct {
+	Queue       string
+	Job, Expiry time.Duration
+}
+
+// Never is a QueueDue's time when the queue holds nothing of the kind.
+const Never = time.Duration(math.MaxInt64)
 
 // Retry backoff kinds of a job (JobOptions.RetryBackoff).
 const (

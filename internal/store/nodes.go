@@ -39,6 +39,17 @@ type NodeStore interface {
 	// number of queues in all: what spreading queues over the nodes needs,
 	// and what GET /nodes shows.
 	NodesLive(ctx context.Context) (*Cluster, error)
+	// NodesGlance returns the ids of the live nodes, ordered, and whether
+	// some queue has no leader: what a leadership cycle reads every
+	// refresh, at a cost that does not grow with the queues, to tell
+	// whether it must count them (NodesLive).
+	NodesGlance(ctx context.Context) (*Glance, error)
+}
+
+// Glance is a cheap look at the cluster (NodeStore.NodesGlance).
+type Glance struct {
+	Nodes []string // live node ids, ordered
+	Free  bool     // some queue has no leader
 }
 
 // Cluster is the live nodes of a database and the queues they share

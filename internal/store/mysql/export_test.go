@@ -19,8 +19,8 @@ var (
 	FailedJobsListSQL = failedJobsListSQL
 )
 
-// JobsDueSQL is the look for due jobs, for the EXPLAIN test.
-var JobsDueSQL = jobsDueSQL
+// JobsNextDueSQL is the look at idle queues, for the EXPLAIN test.
+var JobsNextDueSQL = jobsNextDueSQL
 
 // Writes to grabbed jobs, for the EXPLAIN test.
 var (

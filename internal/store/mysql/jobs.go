@@ -698,16 +698,21 @@ func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*s
 // micros is d in whole microseconds, as INTERVAL … MICROSECOND adds it.
 func micros(d time.Duration) time.Duration { return time.Duration(d.Microseconds()) * time.Microsecond }
 
-// jobsDueSQL names the queues, of n given, whose earliest waiting job is
-// due: for each, the subquery walks jobs_list (queue_name, next_try, id)
-// from its start to the first waiting job, past the grabbed ones (the
-// deliveries in flight, few), however many jobs wait. (An EXISTS …
-// next_try <= NOW(6) would become a semi-join that reads every due job.)
-func jobsDueSQL(n int) string {
-	return `/* rowq:jobs.due */ SELECT q.name FROM queues q
-		WHERE q.name IN (` + sqldb.Placeholders(n) + `) AND (
-			SELECT j.next_try FROM jobs j FORCE INDEX (jobs_list)
-			WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) <= NOW(6)`
+// jobsNextDueSQL tells, for each of n queues, how many microseconds from
+// now its earliest waiting job is due and its earliest grab or lease runs
+// out. The first subquery walks jobs_list (queue_name, next_try, id) from
+// its start to the first waiting job, past the grabbed ones (the
+// deliveries in flight, few), however many jobs wait; the second reads the
+// queue's grabs and leases in jobs_fetch (queue_name, state, …).
+func jobsNextDueSQL(n int) string {
+	return `/* rowq:jobs.next_due */ SELECT name, TIMESTAMPDIFF(MICROSECOND, NOW(6), w), TIMESTAMPDIFF(MICROSECOND, NOW(6), g) FROM (
+		SELECT q.name,
+			(SELECT j.next_try FROM jobs j FORCE INDEX (jobs_list)
+				WHERE j.queue_name = q.name AND j.state = 'waiting' ORDER BY j.next_try LIMIT 1) AS w,
+			(SELECT MIN(j.grabbed_until) FROM jobs j FORCE INDEX (jobs_fetch)
+				WHERE j.queue_name = q.name AND j.state IN ('grabbed', 'leased')) AS g
+		FROM queues q WHERE q.name IN (` + sqldb.Placeholders(n) + `)) t
+		WHERE w IS NOT NULL OR g IS NOT NULL`
 }
 
 // jobsExpiredSQL names the queues, of n given (twice: once for each half
@@ -727,11 +732,23 @@ func jobsExpiredSQL(n int) string {
 			WHERE jobs.queue_name = q.name AND jobs.state = 'leased' AND jobs.grabbed_until < NOW(6))`
 }
 
-// JobsDue returns those of queues that hold a waiting job due now.
-func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
-	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+// JobsNextDue tells when each of queues next needs its leader.
+func (s *Store) JobsNextDue(ctx context.Context, queues []string) ([]store.QueueDue, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(queues))
+	for i, q := range queues {
+		args[i] = q
+	}
+	var due []store.QueueDue
+	err := retry(ctx, func() error {
+		var err error
+		due, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanQueueDue, jobsNextDueSQL(len(queues)), args...)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+		return nil, fmt.Errorf("look when %d queues are next due: %w", len(queues), mapErr(err))
 	}
 	return due, nil
 }

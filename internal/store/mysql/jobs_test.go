@@ -14,10 +14,11 @@ import (
 	"github.com/rowq/rowq/internal/store/storetest"
 )
 
-// TestJobsDue_ReadsOneEntryPerQueue checks the plan of the look for due
-// jobs: per queue, one entry of jobs_list in index order, however many
-// jobs wait (an EXISTS would become a semi-join reading every due job).
-func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
+// TestJobsNextDue_ReadsOneEntryPerQueue checks the plan of the look at idle
+// queues: per queue, one entry of jobs_list in index order, however many
+// jobs wait (an EXISTS would become a semi-join reading every due job),
+// and its grabs on jobs_fetch.
+func TestJobsNextDue_ReadsOneEntryPerQueue(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -37,15 +38,19 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs, queues"); err != nil {
 		t.Fatal(err)
 	}
-	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.JobsDueSQL(3), "q0", "q1", "q2")
-	var sub map[string]string
+	plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.JobsNextDueSQL(3), "q0", "q1", "q2")
+	keys := map[string]bool{}
 	for _, row := range plan {
-		if row["table"] == "j" {
-			sub = row
+		if row["table"] != "j" {
+			continue
+		}
+		keys[row["key"]] = true
+		if row["select_type"] != "DEPENDENT SUBQUERY" || strings.Contains(row["Extra"], "filesort") {
+			t.Fatalf("jobs are not read as dependent subqueries without a sort: %v", plan)
 		}
 	}
-	if sub == nil || sub["select_type"] != "DEPENDENT SUBQUERY" || sub["key"] != "jobs_list" || strings.Contains(sub["Extra"], "filesort") {
-		t.Fatalf("jobs are not read as a dependent subquery on jobs_list without a sort: %v", plan)
+	if !keys["jobs_list"] || !keys["jobs_fetch"] || len(keys) != 2 {
+		t.Fatalf("the waiting jobs are not read on jobs_list and the grabs on jobs_fetch: %v", plan)
 	}
 }
 

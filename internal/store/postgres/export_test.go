@@ -8,9 +8,9 @@ import (
 
 // SQL the tests inspect.
 const (
-	GrabSelectSQL = grabSelectSQL
-	ClaimSQL      = claimSQL
-	JobsDueSQL    = jobsDueSQL
+	GrabSelectSQL  = grabSelectSQL
+	ClaimSQL       = claimSQL
+	JobsNextDueSQL = jobsNextDueSQL
 )
 
 // Pool returns the store's connection pool.

@@ -400,11 +400,17 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	return jobs, nil
 }
 
-// jobsDueSQL names the queues of $1 whose earliest waiting job is due: for
-// each, the subquery reads one entry of jobs_list (queue_name, state,
-// next_try, id), however many jobs wait.
-const jobsDueSQL = `/* rowq:jobs.due */ SELECT q FROM unnest($1::text[]) AS q
-	WHERE (SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) <= now()`
+// jobsNextDueSQL tells, for each queue of $1, how many microseconds from
+// now its earliest waiting job is due and its earliest grab or lease runs
+// out: the first subquery reads one entry of jobs_list (queue_name, state,
+// next_try, id), however many jobs wait; the second the queue's grabs and
+// leases.
+const jobsNextDueSQL = `/* rowq:jobs.next_due */ SELECT q,
+		(EXTRACT(EPOCH FROM w - now()) * 1000000)::bigint, (EXTRACT(EPOCH FROM g - now()) * 1000000)::bigint
+	FROM unnest($1::text[]) AS q, LATERAL (SELECT
+		(SELECT next_try FROM jobs WHERE queue_name = q AND state = 'waiting' ORDER BY next_try LIMIT 1) AS w,
+		(SELECT MIN(grabbed_until) FROM jobs WHERE queue_name = q AND state IN ('grabbed', 'leased')) AS g) t
+	WHERE w IS NOT NULL OR g IS NOT NULL`
 
 // jobsExpiredSQL names the queues of $1 that hold an expired grab
 // (grabExpired) or an expired lease; a queue's grabs are its deliveries in
@@ -413,13 +419,32 @@ const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q FROM unnest($1::text[])
 	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'grabbed' AND ` + grabExpired + `)
 		OR EXISTS (SELECT 1 FROM jobs WHERE queue_name = q AND state = 'leased' AND grabbed_until <= now())`
 
-// JobsDue returns those of queues that hold a waiting job due now.
-func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
-	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+// JobsNextDue tells when each of queues next needs its leader.
+func (s *Store) JobsNextDue(ctx context.Context, queues []string) ([]store.QueueDue, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	due, err := queryAll(ctx, s, func(row pgx.CollectableRow) (store.QueueDue, error) {
+		var d store.QueueDue
+		var job, expiry *int64
+		if err := row.Scan(&d.Queue, &job, &expiry); err != nil {
+			return d, err
+		}
+		d.Job, d.Expiry = micros(job), micros(expiry)
+		return d, nil
+	}, jobsNextDueSQL, queues)
 	if err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), mapErr(err))
+		return nil, fmt.Errorf("look when %d queues are next due: %w", len(queues), mapErr(err))
 	}
 	return due, nil
+}
+
+// micros turns microseconds, or NULL for none, into a QueueDue's time.
+func micros(us *int64) time.Duration {
+	if us == nil {
+		return store.Never
+	}
+	return time.Duration(*us) * time.Microsecond
 }
 
 // JobsExpired returns those of queues that hold an expired grab.

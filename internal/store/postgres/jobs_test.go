@@ -11,9 +11,9 @@ import (
 	"github.com/rowq/rowq/internal/store/storetest"
 )
 
-// TestJobsDue_ReadsOneEntryPerQueue checks the plan of the look for due
-// jobs: per queue, one entry of jobs_list, however many jobs wait.
-func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
+// TestJobsNextDue_ReadsOneEntryPerQueue checks the plan of the look at
+// idle queues: per queue, one entry of jobs_list, however many jobs wait.
+func TestJobsNextDue_ReadsOneEntryPerQueue(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
 	conn, err := postgres.Pool(s).Acquire(ctx)
@@ -30,7 +30,7 @@ func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
 	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
 		t.Fatal(err)
 	}
-	for mode, p := range plans(ctx, t, conn, postgres.JobsDueSQL, []string{"q0", "q1", "q2"}) {
+	for mode, p := range plans(ctx, t, conn, postgres.JobsNextDueSQL, []string{"q0", "q1", "q2"}) {
 		if !strings.Contains(p, "jobs_list") || !strings.Contains(p, "Limit") || strings.Contains(p, "Sort") {
 			t.Errorf("%s: the look does not read one jobs_list entry per queue:\n%s", mode, p)
 		}

@@ -28,9 +28,9 @@ func TestOutboxRead_WalksTheRowid(t *testing.T) {
 	}
 }
 
-// TestJobsDue_ReadsOneEntryPerQueue: per queue, jobs_list in index order.
-func TestJobsDue_ReadsOneEntryPerQueue(t *testing.T) {
-	checkPlan(t, openExplain(t), "due jobs", jobsDueSQL, "jobs_list", `["q0","q1"]`, 0)
+// TestJobsNextDue_ReadsOneEntryPerQueue: per queue, jobs_list in index order.
+func TestJobsNextDue_ReadsOneEntryPerQueue(t *testing.T) {
+	checkPlan(t, openExplain(t), "next due", jobsNextDueSQL, "jobs_list", `["q0","q1"]`, 0)
 }
 
 // TestJobsRescue_ReadsGrabsOnly: the rescue and the look for expired grabs

@@ -361,11 +361,17 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	return jobs, nil
 }
 
-// jobsDueSQL names the queues of a JSON array whose earliest waiting job is
-// due by the time given: for each, the subquery reads one entry of
-// jobs_list (queue_name, state, next_try, id), however many jobs wait.
-const jobsDueSQL = `/* rowq:jobs.due */ SELECT q.value FROM json_each(?) AS q
-	WHERE (SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) <= ?`
+// jobsNextDueSQL tells, for each queue of a JSON array, how many
+// microseconds from the time given (?2) its earliest waiting job is due
+// and its earliest grab or lease runs out: the first subquery reads one
+// entry of jobs_list (queue_name, state, next_try, id), however many jobs
+// wait; the second the queue's grabs and leases.
+const jobsNextDueSQL = `/* rowq:jobs.next_due */ SELECT name, w - ?2, g - ?2 FROM (
+	SELECT q.value AS name,
+		(SELECT next_try FROM jobs WHERE queue_name = q.value AND state = 'waiting' ORDER BY next_try LIMIT 1) AS w,
+		(SELECT MIN(grabbed_until) FROM jobs WHERE queue_name = q.value AND state IN ('grabbed', 'leased')) AS g
+	FROM json_each(?1) AS q)
+	WHERE w IS NOT NULL OR g IS NOT NULL`
 
 // jobsExpiredSQL names the queues of a JSON array that hold a grab or a
 // lease expired by the time given (grabExpired; ?2 is that time); a
@@ -375,18 +381,25 @@ const jobsExpiredSQL = `/* rowq:jobs.expired */ SELECT q.value FROM json_each(?)
 	WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'grabbed' AND ` + grabExpired + `)
 		OR EXISTS (SELECT 1 FROM jobs WHERE queue_name = q.value AND state = 'leased' AND grabbed_until < ?2)`
 
-// JobsDue returns those of queues that hold a waiting job due now. It reads
+// JobsNextDue tells when each of queues next needs its leader. It reads
 // on a reader connection, so it does not wait for the single writer.
-func (s *Store) JobsDue(ctx context.Context, queues []string) ([]string, error) {
-	due, err := s.queueNames(ctx, jobsDueSQL, queues)
+func (s *Store) JobsNextDue(ctx context.Context, queues []string) ([]store.QueueDue, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(queues)
 	if err != nil {
-		return nil, fmt.Errorf("look for due jobs in %d queues: %w", len(queues), err)
+		return nil, err
+	}
+	due, err := sqldb.QueryAll(ctx, s.r, sqldb.ScanQueueDue, jobsNextDueSQL, string(list), s.micros())
+	if err != nil {
+		return nil, fmt.Errorf("look when %d queues are next due: %w", len(queues), mapErr(err))
 	}
 	return due, nil
 }
 
 // JobsExpired returns those of queues that hold an expired grab, reading
-// as JobsDue does.
+// as JobsNextDue does.
 func (s *Store) JobsExpired(ctx context.Context, queues []string) ([]string, error) {
 	expired, err := s.queueNames(ctx, jobsExpiredSQL, queues)
 	if err != nil {

@@ -22,6 +22,7 @@ var nodeTests = []conformanceTest{
 	{"Nodes_ClaimLimitAndYield", testClaimLimitAndYield},
 	{"Nodes_ConcurrentLimitedClaimsOneLeader", testLimitedClaimsConcurrent},
 	{"Nodes_LiveCountsLeads", testNodesLive},
+	{"Nodes_Glance", testNodesGlance},
 	{"Nodes_SessionKeepsNodeFromReap", testNodeSessionHeld},
 	{"Nodes_SessionClosedIsReapedAndGrabsRescued", testNodeSessionClosed},
 	{"Nodes_WithoutSessionNeverReaped", testNodeWithoutSession},
@@ -465,5 +466,26 @@ func testNodesLive(t *testing.T, s store.Store) {
 	}
 	if fmt.Sprint(got) != "[n1:0 n2:1]" || c.Queues != 3 {
 		t.Fatalf("NodesLive = %v, %d queues; want [n1:0 n2:1] (the expired node left out), 3", got, c.Queues)
+	}
+}
+
+func testNodesGlance(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	g := must(s.NodesGlance(ctx))(t)
+	if len(g.Nodes) != 0 || g.Free {
+		t.Fatalf("NodesGlance of an empty database = %+v", g)
+	}
+	putQueue(t, s, "a")
+	putQueue(t, s, "b")
+	heartbeat(t, s, "n2", time.Minute)
+	heartbeat(t, s, "n1", time.Minute)
+	heartbeat(t, s, "gone", 300*time.Millisecond)
+	if g := must(s.NodesGlance(ctx))(t); fmt.Sprint(g.Nodes) != "[gone n1 n2]" || !g.Free {
+		t.Fatalf("NodesGlance = %+v, want [gone n1 n2] and a free queue", g)
+	}
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1"}))
+	time.Sleep(400 * time.Millisecond) // "gone" expires
+	if g := must(s.NodesGlance(ctx))(t); fmt.Sprint(g.Nodes) != "[n1 n2]" || g.Free {
+		t.Fatalf("NodesGlance = %+v, want [n1 n2] (the expired node left out) and no free queue", g)
 	}
 }
