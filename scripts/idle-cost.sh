@@ -7,7 +7,9 @@
 #
 # rowq connects as a user of its own, rowq_idle, and the counts come from
 # MariaDB's per-user statistics (userstat, turned on here), so other clients
-# of the same server do not count.
+# of the same server do not count. Then it enqueues 200 jobs, 20 a second,
+# to one of the idle queues through the node that leads it, and prints their
+# enqueue-to-delivery latency (rowq bench), as the idle queues' tenants see it.
 #
 #   scripts/idle-cost.sh ROWQ_BIN [N]
 set -euo pipefail
@@ -38,4 +40,6 @@ read -r q1 rows1 cpu1 < <(user)
 r1=$(ticks "$rowq")
 # Ticks are hundredths of a second: over 10 s, a tenth of them is the
 # percentage of one core.
-echo "$n idle queues: $(((q1 - q0) / 10)) statements/s, $(((rows1 - rows0) / 10)) rows read/s; CPU: MariaDB for rowq $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.1f", (b - a) * 10}') %, rowq $(awk -v t=$((r1 - r0)) 'BEGIN {print t / 10}') % of one core; load average $(cut -d' ' -f1 /proc/loadavg)"
+rss=$(awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$rowq/status")
+echo "$n idle queues: $(((q1 - q0) / 10)) statements/s, $(((rows1 - rows0) / 10)) rows read/s; CPU: MariaDB for rowq $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.1f", (b - a) * 10}') %, rowq $(awk -v t=$((r1 - r0)) 'BEGIN {print t / 10}') % of one core; rowq RSS $rss MB; load average $(cut -d' ' -f1 /proc/loadavg)"
+timeout 120 "$bin" bench --server "http://127.0.0.1:$port" --queue "idle$((n / 2))" --rate 20 --jobs 200 --clients 1 --runs 1 2>&1 | grep -iE 'p50|jobs/s' | head -5

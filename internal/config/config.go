@@ -68,6 +68,10 @@ type Config struct {
 	AdminToken     string
 	AdminTokenFile string
 
+	// MetricsQueueLimit is the most queues /metrics gives series of their
+	// own; with more, it gives only the totals (internal/metrics).
+	MetricsQueueLimit int
+
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
 	LogLevel      string // debug, info, warn, error
@@ -95,6 +99,7 @@ func Default() Config {
 		DispatchMaxConnsPerHost:     0,
 		DispatchIdleConnTimeout:     90 * time.Second,
 		DispatchHandoff:             true,
+		MetricsQueueLimit:           1000,
 		Auth:                        "auto",
 		LogLevel:                    "info",
 		LogFormat:                   "text",
@@ -164,6 +169,8 @@ func (c *Config) options() []option {
 			usage: "auto (on once a token exists or an admin token is set), on or off: whether API requests need a token"},
 		{flag: "admin-token-file", env: "ROWQ_ADMIN_TOKEN_FILE", value: (*strValue)(&c.AdminTokenFile),
 			usage: "file holding an admin token (every scope, no database row); or set ROWQ_ADMIN_TOKEN"},
+		{flag: "metrics-queue-limit", env: "ROWQ_METRICS_QUEUE_LIMIT", value: (*intValue)(&c.MetricsQueueLimit),
+			usage: "the most queues /metrics gives series of their own (rowq_queue_…{queue}); with more queues it gives only the totals over all (rowq_queues_…); 0: totals only"},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -293,6 +300,7 @@ func (c *Config) Validate() error {
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert, tls-key: give both files or neither, got tls-cert %q and tls-key %q", c.TLSCert, c.TLSKey)
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
+	check(c.MetricsQueueLimit >= 0 && c.MetricsQueueLimit <= 1000000, "metrics-queue-limit: must be 0..1000000, got %d", c.MetricsQueueLimit)
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")
 	if _, err := egress.Parse(c.WorkerURLAllow, c.WorkerDenyPrivate); err != nil {
 		check(false, "worker-url-allow: %v", err)

@@ -251,8 +251,20 @@ func (a *API) handle(pattern string, ac access, h handlerFunc) {
 			a.writeError(w, r, err)
 			return
 		}
+		if l, ok := v.(*linked); ok {
+			w.Header().Set("Link", "<"+l.next+`>; rel="next"`)
+			v = l.body
+		}
 		writeJSON(w, http.StatusOK, v)
 	}))
+}
+
+// linked is an answer whose next page is named by a Link header (RFC
+// 8288), for a listing whose body is a bare array (Fireworq's GET /queues)
+// and so has no room for a next_cursor.
+type linked struct {
+	body any
+	next string // the next page's path and query
 }
 
 // apiError is an error with its HTTP status; its message goes to the client.

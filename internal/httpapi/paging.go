@@ -27,6 +27,7 @@ const (
 	cursorSched   = "s"  // name
 	cursorRun     = "r"  // id
 	cursorReject  = "o"  // id
+	cursorQueue   = "q"  // name
 )
 
 func encodeCursor(tag string, keys ...int64) string {

@@ -359,3 +359,63 @@ func TestInspect_PagingUnderConcurrentWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestQueues_Paging: GET /queues answers every queue, as Fireworq does;
+// with limit it answers a page, and a Link header names the next one until
+// the last page; a bad limit or cursor is refused naming the parameter.
+func TestQueues_Paging(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		b := setupDialect(t, dialect, nil)
+		var want []string
+		for i := range 7 {
+			name := fmt.Sprintf("p%d", i)
+			b.ok(t, "PUT", "/queue/"+name, `{}`, nil)
+			want = append(want, name)
+		}
+		var all []struct{ Name string }
+		b.ok(t, "GET", "/queues", "", &all)
+		var names []string
+		for _, q := range all {
+			if strings.HasPrefix(q.Name, "p") {
+				names = append(names, q.Name)
+			}
+		}
+		if !slices.Equal(names, want) {
+			t.Fatalf("GET /queues names %v, want %v among them", names, want)
+		}
+		total := len(all)
+		var paged []string
+		path, pages := "/queues?limit=3", 0
+		for path != "" {
+			res := b.do(t, "GET", path, "")
+			if res.status != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", path, res.status, res.body)
+			}
+			var page []struct{ Name string }
+			if err := json.Unmarshal(res.body, &page); err != nil || len(page) > 3 {
+				t.Fatalf("GET %s: %s (%v)", path, res.body, err)
+			}
+			for _, q := range page {
+				paged = append(paged, q.Name)
+			}
+			pages++
+			path = ""
+			if link := res.header.Get("Link"); link != "" {
+				next, ok := strings.CutSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+				if !ok {
+					t.Fatalf("Link: %q", link)
+				}
+				path = next
+			}
+		}
+		if len(paged) != total || pages != (total+2)/3 || !slices.IsSorted(paged) {
+			t.Fatalf("pages of 3 gave %v in %d pages, want the %d queues in order", paged, pages, total)
+		}
+		if msg := errorMessage(t, b.do(t, "GET", "/queues?limit=0", ""), http.StatusBadRequest); !strings.HasPrefix(msg, "limit:") {
+			t.Errorf("limit=0: %q", msg)
+		}
+		if msg := errorMessage(t, b.do(t, "GET", "/queues?cursor=xyz", ""), http.StatusBadRequest); !strings.HasPrefix(msg, "cursor:") {
+			t.Errorf("cursor=xyz: %q", msg)
+		}
+	})
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
@@ -22,15 +24,46 @@ func notFound(err error, format string, args ...any) error {
 	return err
 }
 
+// listQueues answers GET /queues: every queue, as Fireworq does, or with
+// limit or cursor a page of them, the next page named by a Link header.
 func (a *API) listQueues(r *http.Request) (any, error) {
-	qs, err := a.cfg.Store.QueueList(r.Context())
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
 	}
+	p := &store.QueueListParams{}
+	var pq *pageQuery
+	if q.Has("limit") || q.Has("cursor") {
+		if pq, err = parsePageQuery(r); err != nil {
+			return nil, err
+		}
+		p.Limit = pq.limit + 1
+		if pq.cursor != "" {
+			if p.After, err = decodeNameCursor(pq.cursor, cursorQueue); err != nil {
+				return nil, err
+			}
+		}
+	}
+	qs, err := a.cfg.Store.QueueList(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	next := ""
+	if pq != nil && len(qs) > pq.limit {
+		qs = qs[:pq.limit]
+		next = (&url.URL{Path: r.URL.Path, RawQuery: url.Values{
+			"limit": {strconv.Itoa(pq.limit)}, "cursor": {encodeNameCursor(cursorQueue, qs[pq.limit-1].Name)},
+		}.Encode()}).String()
+	}
+	// A confined token sees its own queues; the cursor still goes past
+	// the others, so a page may hold fewer than limit.
 	qs = visible(r.Context(), qs, func(q *store.Queue) string { return q.Name })
 	out := make([]*rowqtype.Queue, len(qs))
 	for i, q := range qs {
 		out[i] = toQueueJSON(q)
+	}
+	if next != "" {
+		return &linked{body: out, next: next}, nil
 	}
 	return out, nil
 }

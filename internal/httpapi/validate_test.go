@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -166,7 +167,7 @@ func TestPutQueue_BadInput(t *testing.T) {
 	t.Run("Cases", func(t *testing.T) { runBadInputs(t, b, tests) })
 
 	t.Run("NothingStored", func(t *testing.T) {
-		qs, err := b.st.QueueList(t.Context())
+		qs, err := b.st.QueueList(t.Context(), &store.QueueListParams{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,14 @@
 // across nodes, never sum(). The counters persist across restarts and lag
 // by about a second (stats.Recorder writes each node's counts once a
 // second).
+//
+// Per-queue series (rowq_queue_…{queue}) are given for at most
+// Config.QueueLimit queues: a deployment with a queue per tenant would
+// otherwise hand Prometheus 13 series per tenant. Beyond the limit the
+// per-queue series are left out altogether (not an arbitrary subset, which
+// would come and go), and rowq_queues_over_limit says so. The totals over
+// every queue (rowq_queues_…, no label) and the number of queues
+// (rowq_queues) are always given.
 package metrics
 
 import (
@@ -32,6 +40,9 @@ type Config struct {
 	Version string
 	// Timeout bounds the database read of one scrape (5s).
 	Timeout time.Duration
+	// QueueLimit is the most queues given series of their own; 0 gives
+	// the totals only.
+	QueueLimit int
 }
 
 // Handler returns the /metrics handler.
@@ -66,22 +77,27 @@ type slogErrors struct{ log *slog.Logger }
 
 func (l slogErrors) Println(v ...any) { l.log.Warn("serve metrics", "err", v) }
 
-// queueMetric is one series per queue, read off store.QueueStats.
+// queueMetric is one series per queue, read off store.QueueStats, and
+// its total over every queue.
 type queueMetric struct {
-	desc  *prometheus.Desc
-	kind  prometheus.ValueType
-	value func(q *store.QueueStats) float64
+	desc, total *prometheus.Desc
+	kind        prometheus.ValueType
+	value       func(q *store.QueueStats) float64
 }
 
 type queueCollector struct {
-	cfg     Config
-	metrics []queueMetric
-	up      *prometheus.Desc
+	cfg                   Config
+	metrics               []queueMetric
+	up, queues, overLimit *prometheus.Desc
 }
 
 func newQueueCollector(cfg Config) *queueCollector {
 	m := func(name, help string, kind prometheus.ValueType, value func(q *store.QueueStats) float64) queueMetric {
-		return queueMetric{prometheus.NewDesc("rowq_queue_"+name, help, []string{"queue"}, nil), kind, value}
+		return queueMetric{
+			desc:  prometheus.NewDesc("rowq_queue_"+name, help, []string{"queue"}, nil),
+			total: prometheus.NewDesc("rowq_queues_"+name, help+" Sum over every queue.", nil, nil),
+			kind:  kind, value: value,
+		}
 	}
 	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
 	b := func(v bool) float64 {
@@ -91,8 +107,11 @@ func newQueueCollector(cfg Config) *queueCollector {
 		return 0
 	}
 	return &queueCollector{
-		cfg: cfg,
-		up:  prometheus.NewDesc("rowq_stats_up", "1 if this scrape read the queues' statistics from the database, else 0.", nil, nil),
+		cfg:    cfg,
+		up:     prometheus.NewDesc("rowq_stats_up", "1 if this scrape read the queues' statistics from the database, else 0.", nil, nil),
+		queues: prometheus.NewDesc("rowq_queues", "Queues in all.", nil, nil),
+		overLimit: prometheus.NewDesc("rowq_queues_over_limit",
+			"1 if there are more queues than --metrics-queue-limit, and the per-queue series (rowq_queue_…) are left out, else 0.", nil, nil),
 		metrics: []queueMetric{
 			m("pushes_total", "Jobs accepted into the queue.", counter, func(q *store.QueueStats) float64 { return float64(q.Pushes) }),
 			m("pops_total", "Jobs grabbed for delivery, counting each attempt.", counter, func(q *store.QueueStats) float64 { return float64(q.Pops) }),
@@ -113,8 +132,11 @@ func newQueueCollector(cfg Config) *queueCollector {
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
+	ch <- c.queues
+	ch <- c.overLimit
 	for _, m := range c.metrics {
 		ch <- m.desc
+		ch <- m.total
 	}
 }
 
@@ -128,10 +150,23 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	for name, q := range qs {
-		for _, m := range c.metrics {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(q), name)
+	ch <- prometheus.MustNewConstMetric(c.queues, prometheus.GaugeValue, float64(len(qs)))
+	over := len(qs) > c.cfg.QueueLimit
+	overLimit := 0.0
+	if over {
+		overLimit = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.overLimit, prometheus.GaugeValue, overLimit)
+	for _, m := range c.metrics {
+		total := 0.0
+		for name, q := range qs {
+			v := m.value(q)
+			total += v
+			if !over {
+				ch <- prometheus.MustNewConstMetric(m.desc, m.kind, v, name)
+			}
 		}
+		ch <- prometheus.MustNewConstMetric(m.total, m.kind, total)
 	}
 }
 

@@ -1,6 +1,8 @@
 package metrics_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rowq/rowq/internal/metrics"
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -37,6 +40,52 @@ func TestHandler_DatabaseAway(t *testing.T) {
 				if !strings.Contains(body, want) {
 					t.Errorf("database away: no %q in\n%s", want, body)
 				}
+			}
+		})
+	}
+}
+
+// TestHandler_QueueLimit: up to the limit each queue has series of its
+// own; beyond it none has, and the totals over every queue and the number
+// of queues are there either way.
+func TestHandler_QueueLimit(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			st := dbtest.Open(t, dialect)
+			ctx := context.Background()
+			var deltas []*store.StatsDelta
+			for i := range 3 {
+				name := fmt.Sprintf("q%d", i)
+				if _, err := st.QueuePut(ctx, &store.Queue{Name: name, PollingInterval: 200, MaxWorkers: 5}); err != nil {
+					t.Fatal(err)
+				}
+				deltas = append(deltas, &store.StatsDelta{Queue: name, StatsCounters: store.StatsCounters{Pushes: int64(i + 1)}})
+			}
+			if err := st.StatsAdd(ctx, &store.StatsAddParams{Node: "n1", Deltas: deltas}); err != nil {
+				t.Fatal(err)
+			}
+			get := func(limit int) string {
+				rec := httptest.NewRecorder()
+				metrics.Handler(metrics.Config{Store: st, QueueLimit: limit}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				b, _ := io.ReadAll(rec.Body)
+				return string(b)
+			}
+			common := []string{"\nrowq_queues 3\n", "\nrowq_queues_pushes_total 6\n", "\nrowq_queues_max_workers 15\n"}
+			body := get(3)
+			for _, want := range append(common, "\nrowq_queues_over_limit 0\n", `rowq_queue_pushes_total{queue="q2"} 3`) {
+				if !strings.Contains(body, want) {
+					t.Errorf("limit 3: no %q in\n%s", want, body)
+				}
+			}
+			body = get(2)
+			for _, want := range append(common, "\nrowq_queues_over_limit 1\n") {
+				if !strings.Contains(body, want) {
+					t.Errorf("limit 2: no %q in\n%s", want, body)
+				}
+			}
+			if strings.Contains(body, "rowq_queue_pushes_total{") {
+				t.Errorf("limit 2 with 3 queues: per-queue series in\n%s", body)
 			}
 		})
 	}

@@ -111,6 +111,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		s.cfg.NodeID = newNodeID()
 	}
 	s.log, s.store = log.With("node", s.cfg.NodeID), st
+	if advice, err := st.Advise(ctx); err != nil {
+		s.log.Warn("could not check the database's settings", "err", err)
+	} else {
+		for _, a := range advice {
+			s.log.Warn(a)
+		}
+	}
 	return s, nil
 }
 
@@ -275,7 +282,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(view, s.log, verifier, []byte(sessionKey), act, history),
+		Pages:         pages(view, s.log, verifier, []byte(sessionKey), act, history, s.cfg.MetricsQueueLimit),
 		QueueDefaults: defaults,
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -353,8 +360,8 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
 // the dashboard, which guards itself (its login).
-func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History) []httpapi.Page {
-	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, Logger: log, Version: Version})}}
+func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History, queueLimit int) []httpapi.Page {
+	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, Logger: log, Version: Version, QueueLimit: queueLimit})}}
 	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
 		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {

@@ -11,8 +11,9 @@ type QueueStore interface {
 	QueueEnsure(ctx context.Context, q *Queue) (*Queue, error)
 	// QueueGet returns one queue or ErrNotFound.
 	QueueGet(ctx context.Context, name string) (*Queue, error)
-	// QueueList returns all queues ordered by name.
-	QueueList(ctx context.Context) ([]*Queue, error)
+	// QueueList returns the queues named after p.After, ordered by name,
+	// at most p.Limit of them (0: all).
+	QueueList(ctx context.Context, p *QueueListParams) ([]*Queue, error)
 	// QueueDelete removes the queue and returns it, or ErrNotFound. Its jobs
 	// and routings stay stored.
 	QueueDelete(ctx context.Context, name string) (*Queue, error)
@@ -66,4 +67,10 @@ type QueuesClaimParams struct {
 type QueuesYieldParams struct {
 	Node   string
 	Queues []string
+}
+
+// QueueListParams are the arguments of QueueStore.QueueList.
+type QueueListParams struct {
+	After string // "" from the first
+	Limit int    // 0: no limit
 }

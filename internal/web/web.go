@@ -166,6 +166,10 @@ func asset(name, contentType string) http.HandlerFunc {
 // listLimit bounds each table of a page: the JSON API pages further.
 const listLimit = 100
 
+// queuePage bounds the queues of the overview; ?after=NAME shows the next
+// ones (a deployment with a queue per tenant may have 100,000).
+const queuePage = 500
+
 // queueRow is one queue of the overview.
 type queueRow struct {
 	*store.Queue
@@ -174,10 +178,16 @@ type queueRow struct {
 
 func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	qs, err := d.cfg.Store.QueueList(ctx)
+	after := r.URL.Query().Get("after")
+	qs, err := d.cfg.Store.QueueList(ctx, &store.QueueListParams{After: after, Limit: queuePage + 1})
 	if err != nil {
 		d.fail(w, r, err)
 		return
+	}
+	next := ""
+	if len(qs) > queuePage {
+		qs = qs[:queuePage]
+		next = qs[queuePage-1].Name
 	}
 	st, err := d.cfg.Store.StatsGet(ctx, &store.StatsGetParams{Fresh: stats.Fresh})
 	if err != nil {
@@ -224,6 +234,7 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview.html", map[string]any{
 		"Title": "rowq", "Queues": rows, "Live": true, "Refresh": true,
 		"Schedules": scheds, "Locks": locks, "Limit": listLimit, "Nodes": nodes,
+		"After": after, "NextAfter": next, "QueuePage": queuePage,
 	})
 }
 

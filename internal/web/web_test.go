@@ -182,3 +182,27 @@ func TestDashboard_Charts(t *testing.T) {
 		`40 ms</title>`, `250 ms`,      // mean waits
 		`−60 min`, `now`)
 }
+
+// TestDashboard_QueuePages: the overview shows 500 queues a page, by name,
+// and links the next page.
+func TestDashboard_QueuePages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite") // paging is the store's QueueList, tested on every dialect
+	ctx := context.Background()
+	for i := range 520 {
+		if _, err := b.st.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("t%04d", i), PollingInterval: 200, MaxWorkers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 522 queues by name: idle, mail, t0000 … t0519.
+	body := b.get(t, "/ui", http.StatusOK)
+	contains(t, "/ui", body, `id="queue-idle"`, `id="queue-t0497"`, `href="/ui?after=t0497">Next 500 queues`)
+	if strings.Contains(body, `id="queue-t0498"`) {
+		t.Error("/ui shows more than 500 queues")
+	}
+	body = b.get(t, "/ui?after=t0497", http.StatusOK)
+	contains(t, "/ui?after=t0497", body, `id="queue-t0498"`, `id="queue-t0519"`, `<a href="/ui">First page</a>`)
+	if strings.Contains(body, `id="queue-mail"`) || strings.Contains(body, "Next 500") {
+		t.Error("/ui?after=t0497: not the last page")
+	}
+}

@@ -92,8 +92,8 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error)
 }
 
 // QueueList returns all queues ordered by name.
-func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
-	qs, err := s.queryQueues(ctx, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+func (s *Store) QueueList(ctx context.Context, p *store.QueueListParams) ([]*store.Queue, error) {
+	qs, err := s.queryQueues(ctx, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues WHERE name > ? ORDER BY name LIMIT ?`, p.After, limitAll(p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}
@@ -125,10 +125,7 @@ func (s *Store) QueueDelete(ctx context.Context, name string) (*store.Queue, err
 // the first sets a queue's leader; the second then sees a live leader and
 // skips it.
 func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = math.MaxInt32
-	}
+	limit := limitAll(p.Limit)
 	err := retry(ctx, func() error {
 		_, err := s.db.ExecContext(ctx, `/* rowq:queues.claim */
 			UPDATE queues SET leader = ?
@@ -199,4 +196,12 @@ func (s *Store) QueueLeader(ctx context.Context, queue string) (*store.Node, err
 		return nil, fmt.Errorf("get leader of queue %q: %w", queue, mapErr(err))
 	}
 	return &n, nil
+}
+
+// limitAll is a LIMIT for n, where 0 means no limit.
+func limitAll(n int) int {
+	if n <= 0 {
+		return math.MaxInt32
+	}
+	return n
 }

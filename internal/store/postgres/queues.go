@@ -72,8 +72,12 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error)
 }
 
 // QueueList returns all queues ordered by name.
-func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
-	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+func (s *Store) QueueList(ctx context.Context, p *store.QueueListParams) ([]*store.Queue, error) {
+	var limit *int // NULL: no limit
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues WHERE name > $1 ORDER BY name LIMIT $2`, p.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", mapErr(err))
 	}

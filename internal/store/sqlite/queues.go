@@ -76,8 +76,12 @@ func (s *Store) QueueGet(ctx context.Context, name string) (*store.Queue, error)
 }
 
 // QueueList returns every queue by name.
-func (s *Store) QueueList(ctx context.Context) ([]*store.Queue, error) {
-	qs, err := queryQueues(ctx, s.r, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues ORDER BY name`)
+func (s *Store) QueueList(ctx context.Context, p *store.QueueListParams) ([]*store.Queue, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	qs, err := queryQueues(ctx, s.r, `/* rowq:queues.list */ SELECT `+queueCols+` FROM queues WHERE name > ? ORDER BY name LIMIT ?`, p.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}

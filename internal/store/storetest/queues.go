@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func testQueueCRUD(t *testing.T, s store.Store) {
 	if got.PollingInterval != 300 || got.MaxWorkers != 9 || got.MaxDispatchesPerSecond != nil || got.MaxBurstSize != nil {
 		t.Fatalf("QueueGet after replace = %+v", got)
 	}
-	list := must(s.QueueList(ctx))(t)
+	list := must(s.QueueList(ctx, &store.QueueListParams{}))(t)
 	if len(list) != 2 || list[0].Name != "q0" || list[1].Name != "q1" {
 		t.Fatalf("QueueList = %+v", list)
 	}
@@ -43,8 +44,28 @@ func testQueueCRUD(t *testing.T, s store.Store) {
 	if _, err := s.QueueDelete(ctx, "q1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second QueueDelete err = %v, want ErrNotFound", err)
 	}
-	if list := must(s.QueueList(ctx))(t); len(list) != 1 {
+	if list := must(s.QueueList(ctx, &store.QueueListParams{}))(t); len(list) != 1 {
 		t.Fatalf("QueueList after delete = %+v", list)
+	}
+	// Pages, by name.
+	for _, q := range []string{"b", "a", "c", "q0b"} {
+		putQueue(t, s, q)
+	}
+	var pages [][]string
+	for after := ""; ; {
+		page := must(s.QueueList(ctx, &store.QueueListParams{After: after, Limit: 2}))(t)
+		if len(page) == 0 {
+			break
+		}
+		var names []string
+		for _, q := range page {
+			names = append(names, q.Name)
+		}
+		pages = append(pages, names)
+		after = page[len(page)-1].Name
+	}
+	if fmt.Sprint(pages) != "[[a b] [c q0] [q0b]]" {
+		t.Fatalf("QueueList pages of 2 = %v, want [[a b] [c q0] [q0b]]", pages)
 	}
 }
 
@@ -81,7 +102,7 @@ func testQueuePaused(t *testing.T, s store.Store) {
 	if led := must(s.QueuesLed(ctx, "n"))(t); len(led) != 1 || !led[0].Paused {
 		t.Fatalf("QueuesLed = %+v, want q paused", led)
 	}
-	if qs := must(s.QueueList(ctx))(t); len(qs) != 1 || !qs[0].Paused {
+	if qs := must(s.QueueList(ctx, &store.QueueListParams{}))(t); len(qs) != 1 || !qs[0].Paused {
 		t.Fatalf("QueueList = %+v, want q paused", qs)
 	}
 	if q := must(s.QueueSetPaused(ctx, "q", false))(t); q.Paused {
