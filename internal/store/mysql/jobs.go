@@ -105,7 +105,7 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 	var chunks [][]*store.JobInsertParams
 	start, size := 0, 0
 	for i, j := range jobs {
-		n := len(j.URL) + len(j.Payload) + 200 // 200: the other columns
+		n := len(j.URL) + len(j.Payload) + len(j.Trace.State) + 255 // 255: the other columns, a traceparent among them
 		if i > start && (i-start == insertMaxRows || size+n > insertMaxBytes) {
 			chunks = append(chunks, jobs[start:i])
 			start, size = i, 0
