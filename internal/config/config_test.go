@@ -52,11 +52,7 @@ func TestLoad_TLS(t *testing.T) {
 // is not an http(s) URL with a host is refused naming the flag.
 func TestLoad_OTelEndpoint(t *testing.T) {
 	t.Parallel()
-	load := func(env map[string]string, args ...string) (Config, error) {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		return Load(fs, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	}
+	load := func(env map[string]string, args ...string) (Config, error) { return loadWith(t, env, args...) }
 	if c, err := load(nil); err != nil || c.OTelEndpoint != "" {
 		t.Errorf("default: %q, %v; want off", c.OTelEndpoint, err)
 	}
