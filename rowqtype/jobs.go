@@ -21,6 +21,11 @@ type JobRequest struct {
 	RetryBackoff  *string  `json:"retry_backoff,omitempty"`   // "fixed" or "exponential"
 	RetryDelayMax *int     `json:"retry_delay_max,omitempty"` // cap of an exponential delay
 	RetryJitter   *float64 `json:"retry_jitter,omitempty"`    // 0..1, a fraction of each delay
+	// TraceParent and TraceState are the job's W3C trace context, sent
+	// with each delivery; they take the place of the request's
+	// traceparent and tracestate headers for this job (docs/api.md).
+	TraceParent *string `json:"traceparent,omitempty"`
+	TraceState  *string `json:"tracestate,omitempty"` // only with traceparent
 }
 
 // BatchJob is one element of POST /jobs: a JobRequest and its category.
@@ -98,6 +103,10 @@ type Job struct {
 	// accepted the job told them in a heartbeat.
 	Progress *float64 `json:"progress,omitempty"`
 	Message  string   `json:"message,omitempty"`
+	// TraceParent and TraceState are rowq's, sent when the job has a W3C
+	// trace context: what each delivery carries (see docs/operations.md).
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

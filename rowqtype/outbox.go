@@ -6,20 +6,23 @@ import "time"
 // job (GET /outbox/rejects): the row as the application wrote it (null
 // for a NULL column), and why it was refused.
 type OutboxReject struct {
-	ID         int64     `json:"id"`
-	OutboxID   int64     `json:"outbox_id"` // the row's id in rowq_outbox
-	Category   string    `json:"category"`
-	URL        *string   `json:"url"`
-	Payload    *string   `json:"payload"` // the column's text, as written
-	RunAfter   *int      `json:"run_after"`
-	MaxRetries *int      `json:"max_retries"`
-	RetryDelay *int      `json:"retry_delay"`
-	Timeout    *int      `json:"timeout"`
-	Priority   *int      `json:"priority"`
-	UniqueKey  *string   `json:"unique_key"`
-	CreatedAt  time.Time `json:"created_at"` // when the row was inserted
-	Reason     string    `json:"reason"`     // names the column: "url: required"
-	RejectedAt time.Time `json:"rejected_at"`
+	ID         int64   `json:"id"`
+	OutboxID   int64   `json:"outbox_id"` // the row's id in rowq_outbox
+	Category   string  `json:"category"`
+	URL        *string `json:"url"`
+	Payload    *string `json:"payload"` // the column's text, as written
+	RunAfter   *int    `json:"run_after"`
+	MaxRetries *int    `json:"max_retries"`
+	RetryDelay *int    `json:"retry_delay"`
+	Timeout    *int    `json:"timeout"`
+	Priority   *int    `json:"priority"`
+	UniqueKey  *string `json:"unique_key"`
+	// TraceParent and TraceState are the row's W3C trace context columns.
+	TraceParent *string   `json:"traceparent"`
+	TraceState  *string   `json:"tracestate"`
+	CreatedAt   time.Time `json:"created_at"` // when the row was inserted
+	Reason      string    `json:"reason"`     // names the column: "url: required"
+	RejectedAt  time.Time `json:"rejected_at"`
 }
 
 // OutboxRejectPage is one page of the outbox's rejects, oldest first;

@@ -19,6 +19,7 @@ import (
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/signing"
+	"github.com/rowq/rowq/internal/tracing"
 )
 
 // Config is the server's configuration.
@@ -71,6 +72,9 @@ type Config struct {
 	// MetricsQueueLimit is the most queues /metrics gives series of their
 	// own; with more, it gives only the totals (internal/metrics).
 	MetricsQueueLimit int
+	// OTelEndpoint is the OTLP/HTTP receiver rowq's spans are exported to
+	// (internal/tracing); "" exports none.
+	OTelEndpoint string
 
 	NodeID        string // default: host-pid-random
 	AdvertiseHost string // address peers and operators reach this node at; default: Bind
@@ -171,6 +175,8 @@ func (c *Config) options() []option {
 			usage: "file holding an admin token (every scope, no database row); or set ROWQ_ADMIN_TOKEN"},
 		{flag: "metrics-queue-limit", env: "ROWQ_METRICS_QUEUE_LIMIT", value: (*intValue)(&c.MetricsQueueLimit),
 			usage: "the most queues /metrics gives series of their own (rowq_queue_…{queue}); with more queues it gives only the totals over all (rowq_queues_…); 0: totals only"},
+		{flag: "otel-endpoint", env: "ROWQ_OTEL_ENDPOINT", value: (*strValue)(&c.OTelEndpoint),
+			usage: `export spans of enqueue, grab and delivery to this OTLP/HTTP receiver (http://collector:4318: spans go to /v1/traces); "" exports none`},
 		{flag: "node-id", env: "ROWQ_NODE_ID", value: (*strValue)(&c.NodeID), usage: "this node's id (default: host-pid-random)"},
 		{flag: "advertise-host", env: "ROWQ_ADVERTISE_HOST", value: (*strValue)(&c.AdvertiseHost), usage: "host:port other nodes reach this node at, for nudges (default: the bound address)"},
 		{flag: "log-level", env: "ROWQ_LOG_LEVEL", value: (*strValue)(&c.LogLevel), usage: "debug, info, warn or error"},
@@ -307,6 +313,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := signing.ParseSecrets(c.SigningSecret); err != nil {
 		check(false, "signing-secret: %v", err)
+	}
+	if c.OTelEndpoint != "" {
+		if err := tracing.CheckEndpoint(c.OTelEndpoint); err != nil {
+			check(false, "otel-endpoint: %v", err) // the URL is not repeated: it may hold a password
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

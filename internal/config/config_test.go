@@ -46,3 +46,26 @@ func TestLoad_TLS(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_OTelEndpoint: the endpoint comes from the flag or
+// ROWQ_OTEL_ENDPOINT (the flag first), is off by default, and one that
+// is not an http(s) URL with a host is refused naming the flag.
+func TestLoad_OTelEndpoint(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string, args ...string) (Config, error) { return loadWith(t, env, args...) }
+	if c, err := load(nil); err != nil || c.OTelEndpoint != "" {
+		t.Errorf("default: %q, %v; want off", c.OTelEndpoint, err)
+	}
+	env := map[string]string{"ROWQ_OTEL_ENDPOINT": "http://collector:4318"}
+	if c, err := load(env); err != nil || c.OTelEndpoint != "http://collector:4318" {
+		t.Errorf("from the environment: %q, %v", c.OTelEndpoint, err)
+	}
+	if c, err := load(env, "--otel-endpoint", "https://otlp.example/v1/traces"); err != nil || c.OTelEndpoint != "https://otlp.example/v1/traces" {
+		t.Errorf("flag over environment: %q, %v", c.OTelEndpoint, err)
+	}
+	for _, bad := range []string{"collector:4318", "grpc://collector:4317", "http://", "http://u:secret@collector:4318"} {
+		if _, err := load(nil, "--otel-endpoint", bad); err == nil || !strings.Contains(err.Error(), "otel-endpoint: ") {
+			t.Errorf("--otel-endpoint %q: err = %v, want one naming otel-endpoint", bad, err)
+		}
+	}
+}

@@ -59,7 +59,9 @@ func (r *runner) process(j *store.Job) {
 	ctx, cancel := context.WithCancelCause(d.deliverCtx)
 	dl := &delivery{cancel: cancel}
 	d.deliveries.Store(j.ID, dl)
-	res := deliver(ctx, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
+	traced, span := d.cfg.Tracer.Deliver(ctx, r.name, j)
+	res := deliver(traced, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
+	span.Delivered(res.Status, res.Code, res.Message)
 	d.deliveries.CompareAndDelete(j.ID, dl)
 	aborted := errors.Is(context.Cause(ctx), errCancelled)
 	cancel(nil)

@@ -43,6 +43,7 @@ import (
 	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/tracing"
 )
 
 // ackGap spaces the acknowledgements' DELETEs: under load each one then
@@ -97,6 +98,9 @@ type Config struct {
 	// Nudger wakes the leaders of queues on other nodes; nil wakes only
 	// this node's runners.
 	Nudger Nudger
+	// Tracer records spans of grabs and deliveries; nil records none.
+	// Either way a delivery carries its job's trace context.
+	Tracer *tracing.Tracer
 }
 
 func (c *Config) setDefaults() {

@@ -15,6 +15,7 @@ import (
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/tracing"
 )
 
 // Worker result statuses (the worker protocol).
@@ -76,6 +77,7 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) 
 		return Result{Status: StatusPermanentFailure, Message: truncate("worker url refused: " + err.Error())}
 	}
 	setHeaders(req.Header, cfg, j, body, leaseToken)
+	tracing.SetHeaders(ctx, req.Header, j.Trace)
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		var refused *egress.Error

@@ -301,8 +301,10 @@ func (r *runner) drain(lastExtend time.Time) {
 func (r *runner) grab(n int) ([]*store.Job, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	began := time.Now()
 	jobs, err := r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
 	r.d.cfg.Stats.Grabbed(r.name, jobs, time.Now())
+	r.d.cfg.Tracer.Grab(r.name, began, jobs, err)
 	return jobs, err
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/tracing"
 )
 
 // Store is what enqueueing needs of the database: routings and the
@@ -61,6 +62,9 @@ type Config struct {
 	// instead of reading it: the time within which a routing or queue
 	// change made on another node is seen here. 0 turns the cache off.
 	RouteCacheTTL time.Duration
+	// Tracer records a span of each job pushed (Push, PushMany); nil
+	// records none.
+	Tracer *tracing.Tracer
 }
 
 // groupMax bounds the jobs of one grouped commit.
@@ -104,12 +108,20 @@ func (s *Service) Stop(context.Context) error {
 // once it is committed: the new job's id, or, for a job with a unique key
 // that a pending job of the queue holds, that job (Existing). A job due
 // now is handed to this node's dispatcher when it can take it at once,
-// else its queue's dispatcher is woken.
+// else its queue's dispatcher is woken. With a Tracer, the job's trace
+// parent becomes the span of its enqueue.
 func (s *Service) Push(ctx context.Context, p *store.JobInsertParams) (store.JobPushed, error) {
+	span := s.cfg.Tracer.Enqueue(ctx, p)
+	res, err := s.push(ctx, p)
+	span.Enqueued(res.ID, err)
+	return res, err
+}
+
+func (s *Service) push(ctx context.Context, p *store.JobInsertParams) (store.JobPushed, error) {
 	if p.UniqueKey != "" {
 		// Not through the grouped commit: a key's holder is found by a
 		// statement of its own (see Store.JobsPush).
-		res, err := s.PushMany(ctx, []*store.JobInsertParams{p})
+		res, err := s.pushMany(ctx, []*store.JobInsertParams{p})
 		if err != nil {
 			return store.JobPushed{}, err
 		}
@@ -149,6 +161,25 @@ func (s *Service) Push(ctx context.Context, p *store.JobInsertParams) (store.Job
 // none, and returns each one's outcome in the order given, as Push does.
 // It hands nothing off: its jobs' queues are woken.
 func (s *Service) PushMany(ctx context.Context, ps []*store.JobInsertParams) ([]store.JobPushed, error) {
+	if s.cfg.Tracer == nil {
+		return s.pushMany(ctx, ps)
+	}
+	spans := make([]tracing.Span, len(ps))
+	for i, p := range ps {
+		spans[i] = s.cfg.Tracer.Enqueue(ctx, p)
+	}
+	res, err := s.pushMany(ctx, ps)
+	for i, span := range spans {
+		var id int64
+		if err == nil {
+			id = res[i].ID
+		}
+		span.Enqueued(id, err)
+	}
+	return res, err
+}
+
+func (s *Service) pushMany(ctx context.Context, ps []*store.JobInsertParams) ([]store.JobPushed, error) {
 	res, err := s.cfg.Store.JobsPush(ctx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d job(s): %w", len(ps), err)

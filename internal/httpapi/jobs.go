@@ -13,6 +13,7 @@ import (
 
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/tracing"
 	"github.com/rowq/rowq/internal/validate"
 	"github.com/rowq/rowq/rowqtype"
 )
@@ -39,6 +40,7 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	headerTrace(r, p)
 	// The answer goes out only after the commit: 2xx means durable.
 	res, err := a.cfg.Enqueue.Push(r.Context(), p)
 	if err != nil {
@@ -67,6 +69,23 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 		return nil, err
 	}
 	return validate.JobParams(queue, category, req), nil
+}
+
+// headerTrace gives the jobs that have no trace context of their own
+// (the traceparent field) the request's traceparent and tracestate
+// headers. Invalid headers are ignored, as W3C Trace Context tells a
+// receiver (tracing.FromHeader): they may come from a proxy or a library
+// rather than the client, and must not cost it its job.
+func headerTrace(r *http.Request, ps ...*store.JobInsertParams) {
+	parent, state := tracing.FromHeader(r.Header)
+	if parent == "" {
+		return
+	}
+	for _, p := range ps {
+		if p.Trace.Parent == "" {
+			p.Trace = store.Trace{Parent: parent, State: state}
+		}
+	}
 }
 
 // route finds the queue for a category (enqueue.Service.Route), and
@@ -138,6 +157,7 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 		}
 		ps[i] = p
 	}
+	headerTrace(r, ps...)
 	res, err := a.cfg.Enqueue.PushMany(r.Context(), ps)
 	if err != nil {
 		return nil, err
@@ -198,7 +218,7 @@ func toJobJSON(j *store.Job) *rowqtype.Job {
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
-		Progress: j.Progress, Message: j.ProgressMessage,
+		Progress: j.Progress, Message: j.ProgressMessage, TraceParent: j.Trace.Parent, TraceState: j.Trace.State,
 	}
 }
 

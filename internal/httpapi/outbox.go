@@ -47,6 +47,7 @@ func ToOutboxReject(rj *store.OutboxReject) *rowqtype.OutboxReject {
 	return &rowqtype.OutboxReject{
 		ID: rj.ID, OutboxID: row.ID, Category: row.Category, URL: row.URL, Payload: row.Payload,
 		RunAfter: row.RunAfter, MaxRetries: row.MaxRetries, RetryDelay: row.RetryDelay, Timeout: row.Timeout,
-		Priority: row.Priority, UniqueKey: row.UniqueKey, CreatedAt: row.CreatedAt, Reason: rj.Reason, RejectedAt: rj.RejectedAt,
+		Priority: row.Priority, UniqueKey: row.UniqueKey, TraceParent: row.TraceParent, TraceState: row.TraceState,
+		CreatedAt: row.CreatedAt, Reason: rj.Reason, RejectedAt: rj.RejectedAt,
 	}
 }

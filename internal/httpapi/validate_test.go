@@ -74,6 +74,16 @@ func TestPushJob_BadInput(t *testing.T) {
 		{name: "TimeoutFraction", body: job(`"timeout":1.5`), field: "timeout"},
 		{name: "TimeoutString", body: job(`"timeout":"30"`), field: "timeout"},
 
+		{name: "TraceParentInvalid", body: job(`"traceparent":"00-xyz"`), field: "traceparent"},
+		{name: "TraceParentEmpty", body: job(`"traceparent":""`), field: "traceparent"},
+		{name: "TraceParentUppercase", body: job(`"traceparent":"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"`), field: "traceparent"},
+		{name: "TraceParentZeroTraceID", body: job(`"traceparent":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"`), field: "traceparent"},
+		{name: "TraceParentNumber", body: job(`"traceparent":5`), field: "traceparent"},
+		{name: "TraceStateWithoutParent", body: job(`"tracestate":"rojo=1"`), field: "tracestate"},
+		{name: "TraceStateInvalid", body: job(`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"Rojo=1"`), field: "tracestate"},
+		{name: "TraceStateTooLong", body: job(`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=` +
+			strings.Repeat("v", 255) + `,b=` + strings.Repeat("v", 253) + `"`), field: "tracestate"},
+
 		{name: "UnknownField", body: job(`"prio":1`), field: "prio"},
 		{name: "InvalidJSON", body: `{"url":`, field: "body"},
 		{name: "SyntaxError", body: `{"url" "x"}`, field: "body"},
@@ -250,6 +260,7 @@ func TestJobOptions_BadInput(t *testing.T) {
 		{name: "JobsElementUnknownField", path: "/jobs", body: jobs(`{"category":"c",` + u + `,"colour":1}`), field: "jobs[0].colour"},
 		{name: "JobsElementWrongType", path: "/jobs", body: jobs(`{"category":"c",` + u + `,"max_retries":"3"}`), field: "jobs[0].max_retries"},
 		{name: "JobsElementNotObject", path: "/jobs", body: jobs(`5`), field: "jobs[0]"},
+		{name: "JobsElementBadTraceParent", path: "/jobs", body: jobs(`{"category":"c",`+u+`}`, `{"category":"c",`+u+`,"traceparent":"00-1-2-01"}`), field: "jobs[1].traceparent"},
 		{name: "JobsElementNull", path: "/jobs", body: jobs(`null`), field: "jobs[0]"},
 		{name: "JobsElementBadPriority", path: "/jobs", body: jobs(`{"category":"c",`+u+`}`, `{"category":"c",`+u+`}`, `{"category":"c",`+u+`,"priority":5000}`), field: "jobs[2].priority"},
 		{name: "JobsUnknownField", path: "/jobs", body: `{"jobs":[],"x":1}`, field: "x"},

@@ -421,7 +421,7 @@ func (m *Mover) check(ctx context.Context, r *store.OutboxRow) (*store.JobInsert
 		return nil, err.Error(), nil
 	}
 	req := &rowqtype.JobRequest{RunAfter: r.RunAfter, MaxRetries: r.MaxRetries, RetryDelay: r.RetryDelay,
-		Timeout: r.Timeout, Priority: r.Priority, UniqueKey: r.UniqueKey}
+		Timeout: r.Timeout, Priority: r.Priority, UniqueKey: r.UniqueKey, TraceParent: r.TraceParent, TraceState: r.TraceState}
 	if r.URL != nil {
 		req.URL = *r.URL
 	}

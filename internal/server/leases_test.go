@@ -79,6 +79,25 @@ func TestLeases_AcceptedThenComplete(t *testing.T) {
 		if job["status"] != "leased" || job["progress"] != 0.4 || job["message"] != "rendering" {
 			t.Fatalf("leased job = %v, want leased with progress 0.4 and its message", job)
 		}
+		// The jobs out for delivery are listed with their state and
+		// the lease's end.
+		var page struct {
+			Jobs []struct {
+				ID           int64  `json:"id"`
+				Status       string `json:"status"`
+				GrabbedUntil string `json:"grabbed_until"`
+			} `json:"jobs"`
+		}
+		getJSON(t, s, "/queue/q/grabbed", &page)
+		listed := map[int64]string{}
+		for _, j := range page.Jobs {
+			if j.Status == "leased" {
+				listed[j.ID] = j.GrabbedUntil
+			}
+		}
+		if len(page.Jobs) != 2 || len(listed) != 2 || listed[first] != fmt.Sprint(out["lease_expires_at"]) || listed[second] == "" {
+			t.Fatalf("GET /queue/q/grabbed = %+v, want the leased jobs %d (until %v) and %d", page.Jobs, first, out["lease_expires_at"], second)
+		}
 		// A token of another job, or a forged one, holds nothing.
 		if code, out := call(t, s, "POST", path+"heartbeat", map[string]any{"lease_token": leaseToken(t, w, "second", 0), "lease": 10}); code != 409 || out["reason"] != "lease_lost" {
 			t.Fatalf("heartbeat with another job's token: %d %v, want 409 lease_lost", code, out)

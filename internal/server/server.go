@@ -35,6 +35,7 @@ import (
 	"github.com/rowq/rowq/internal/stats"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/backend"
+	"github.com/rowq/rowq/internal/tracing"
 	"github.com/rowq/rowq/internal/web"
 )
 
@@ -223,6 +224,12 @@ func (s *Server) Start(ctx context.Context) error {
 		host = ln.Addr().String()
 	}
 	st := stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
+	// Validate has checked the endpoint; nil when there is none.
+	tracer, err := tracing.New(tracing.Config{Endpoint: cfg.OTelEndpoint, Node: cfg.NodeID, Version: Version, Logger: s.log})
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
+	}
 	disp := dispatch.New(dispatch.Config{
 		Store:           s.store,
 		Logger:          s.log,
@@ -240,6 +247,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
 		Nudger:          notify.New(s.nudges(nodeKey)),
+		Tracer:          tracer,
 	})
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
@@ -248,6 +256,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Stats:         st,
 		DefaultQueue:  cfg.QueueDefault,
 		RouteCacheTTL: cfg.ConfigRefreshInterval,
+		Tracer:        tracer,
 	})
 	sched := schedule.New(schedule.Config{
 		Store:        s.store,
@@ -299,7 +308,9 @@ func (s *Server) Start(ctx context.Context) error {
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
-	if err := s.startAll(ctx, st, history, disp, sched, enq, s.outbox, s.http, locks); err != nil {
+	// The tracer stops after the dispatcher: the spans of the last
+	// deliveries are sent.
+	if err := s.startAll(ctx, tracer, st, history, disp, sched, enq, s.outbox, s.http, locks); err != nil {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}

@@ -45,7 +45,7 @@ type TableSize struct {
 
 // Kinds of jobs JobsList lists.
 const (
-	JobsGrabbed  = "grabbed"  // held by a node
+	JobsGrabbed  = "grabbed"  // held by a node, or leased by a worker that accepted it
 	JobsWaiting  = "waiting"  // waiting and due: next_try <= the database's now
 	JobsDeferred = "deferred" // waiting and not yet due: next_try > now
 )

@@ -159,7 +159,17 @@ type Job struct {
 	// worker that accepted the job last told in a heartbeat.
 	Progress        *float64
 	ProgressMessage string
+	// Trace is the W3C trace context the job was enqueued with.
+	Trace Trace
 	JobOptions
+}
+
+// Trace is a job's W3C trace context, sent with each of its deliveries
+// (internal/tracing checks it); "" for none. The failure log does not
+// keep it.
+type Trace struct {
+	Parent string // traceparent, version 00 form
+	State  string // tracestate, at most 512 characters
 }
 
 // JobInsertParams is one job to insert.
@@ -172,6 +182,7 @@ type JobInsertParams struct {
 	Timeout    int             // seconds
 	MaxRetries int
 	RetryDelay int // seconds
+	Trace      Trace
 	JobOptions
 }
 
@@ -235,7 +246,7 @@ func (p *JobInsertParams) GrabbedJob(id int64, node string, created, nextTry, un
 		ID: id, Queue: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
 		State: StateGrabbed, CreatedAt: created, NextTry: nextTry,
 		Timeout: p.Timeout, MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay,
-		GrabbedBy: node, GrabbedTil: &until, Grabs: 1, JobOptions: p.JobOptions,
+		GrabbedBy: node, GrabbedTil: &until, Grabs: 1, Trace: p.Trace, JobOptions: p.JobOptions,
 	}
 	if len(j.Payload) == 0 {
 		j.Payload = nil

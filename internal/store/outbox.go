@@ -63,7 +63,11 @@ type OutboxRow struct {
 	Timeout    *int // seconds
 	Priority   *int
 	UniqueKey  *string
-	CreatedAt  time.Time // when the row was inserted (not committed)
+	// TraceParent and TraceState are the job's W3C trace context, as the
+	// traceparent and tracestate fields of POST /job take it.
+	TraceParent *string
+	TraceState  *string
+	CreatedAt   time.Time // when the row was inserted (not committed)
 }
 
 // OutboxJob is a job made of an outbox row.

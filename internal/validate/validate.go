@@ -15,6 +15,7 @@ import (
 
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/tracing"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -150,7 +151,42 @@ func jobOptions(req *rowqtype.JobRequest) error {
 	if j := req.RetryJitter; j != nil && !(*j >= 0 && *j <= 1) {
 		return errorf("retry_jitter", "must be 0..1 (a fraction of the delay), got %v", *j)
 	}
+	return trace(req.TraceParent, req.TraceState)
+}
+
+// trace checks a job's own trace context. Unlike the headers of a
+// request, which a receiver ignores when they are invalid (as W3C Trace
+// Context asks: proxies and libraries add them), these fields are the
+// client's own request, so an invalid one is refused.
+func trace(parent, state *string) error {
+	if parent == nil {
+		if state != nil {
+			return errorf("tracestate", "only with traceparent")
+		}
+		return nil
+	}
+	if _, err := tracing.ParseParent(*parent); err != nil {
+		return errorf("traceparent", "%v, got %s", err, shown(*parent))
+	}
+	if state == nil {
+		return nil
+	}
+	if n := len(*state); n > tracing.MaxState {
+		return errorf("tracestate", "at most %d characters, got %d", tracing.MaxState, n)
+	}
+	if _, err := tracing.ParseState(*state); err != nil {
+		return errorf("tracestate", "%v", err)
+	}
 	return nil
+}
+
+// shown quotes v for an error message, or gives its length when it is
+// too long to repeat.
+func shown(v string) string {
+	if len(v) > 100 {
+		return fmt.Sprintf("%d characters", len(v))
+	}
+	return fmt.Sprintf("%q", v)
 }
 
 // UniqueKey validates a unique_key: 1..255 characters of UTF-8 without
@@ -197,7 +233,22 @@ func JobParams(queue, category string, req *rowqtype.JobRequest) *store.JobInser
 			RetryDelayMax: valueOr(req.RetryDelayMax, 0),
 			RetryJitter:   valueOr(req.RetryJitter, 0),
 		},
+		Trace: jobTrace(req),
 	}
+}
+
+// jobTrace is the trace context of a checked request (Job): its
+// traceparent in version 00 form and its tracestate, or none.
+func jobTrace(req *rowqtype.JobRequest) store.Trace {
+	if req.TraceParent == nil {
+		return store.Trace{}
+	}
+	var tr store.Trace
+	tr.Parent, _ = tracing.ParseParent(*req.TraceParent)
+	if req.TraceState != nil {
+		tr.State, _ = tracing.ParseState(*req.TraceState)
+	}
+	return tr
 }
 
 // valueOr returns *v, or def when v is nil.

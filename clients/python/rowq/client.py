@@ -22,6 +22,7 @@ from .types import (
     Lock,
     NewJob,
     Node,
+    Nodes,
     OutboxReject,
     Page,
     PushedJob,
@@ -153,11 +154,15 @@ class Client:
         retry_backoff: Optional[str] = None,
         retry_delay_max: Optional[int] = None,
         retry_jitter: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> PushedJob:
         """Enqueues a job of ``category`` for the worker at ``url``
         (POST /job/{category}); the answer comes once the job is committed.
         ``payload`` is any JSON value, sent to the worker as the body.
-        Durations are seconds; options left None take the server's defaults."""
+        Durations are seconds; options left None take the server's defaults.
+        ``traceparent`` and ``tracestate`` (W3C Trace Context) put the job in
+        a trace: each delivery carries them to the worker."""
         body = _set(
             url=url,
             payload=payload,
@@ -170,6 +175,8 @@ class Client:
             retry_backoff=retry_backoff,
             retry_delay_max=retry_delay_max,
             retry_jitter=retry_jitter,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
         return PushedJob.from_json(self.request("POST", "/job/" + _seg(category), body=body))
 
@@ -522,6 +529,10 @@ class Client:
         return self._follow(self.outbox_rejects_page(limit=limit), lambda c: self.outbox_rejects_page(limit=limit, cursor=c))
 
     # The server
+
+    def nodes(self) -> Nodes:
+        """The live nodes and how many queues each dispatches (GET /nodes)."""
+        return Nodes.from_json(self.request("GET", "/nodes"))
 
     def version(self) -> str:
         """The server's version (GET /version)."""

@@ -94,6 +94,8 @@ class NewJob:
     retry_backoff: Optional[str] = None
     retry_delay_max: Optional[int] = None
     retry_jitter: Optional[float] = None
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The body of POST /jobs' element: the fields that are set."""
@@ -150,6 +152,8 @@ class Job:
     grabbed_until: Optional[datetime] = None
     progress: Optional[float] = None
     message: Optional[str] = None
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:
@@ -253,6 +257,35 @@ class Node:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Node:
         return _build(cls, d)
+
+
+@dataclass
+class LiveNode:
+    """A live rowq node: when it started, until when its last heartbeat
+    holds (the database's times), and how many queues it dispatches."""
+
+    id: str
+    host: str
+    started_at: datetime
+    expires_at: datetime
+    queues: int
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> LiveNode:
+        return _build(cls, d, started_at=parse_time, expires_at=parse_time)
+
+
+@dataclass
+class Nodes:
+    """The answer of GET /nodes: the live nodes, by id, and the number of
+    queues, led or not."""
+
+    nodes: List[LiveNode]
+    queues: int
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Nodes:
+        return _build(cls, d, nodes=lambda ns: [LiveNode.from_json(n) for n in ns])
 
 
 @dataclass
@@ -384,6 +417,8 @@ class OutboxReject:
     created_at: datetime
     reason: str
     rejected_at: datetime
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> OutboxReject:

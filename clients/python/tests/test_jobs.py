@@ -136,6 +136,32 @@ class JobsTest(unittest.TestCase):
         got = [d.json() if d.body.startswith(b"{") else d.body.decode() for d in self.worker.wait_for("/ok/" + q, 3)]
         self.assertEqual(sorted(got, key=str), sorted([{"i": 0}, {"i": 1}, "plain text"], key=str))
 
+    def test_trace_context_reaches_the_worker(self) -> None:
+        q, cat = self.queue_with_routing()
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        self.c.enqueue(cat, self.worker.url + "/traced/" + q, {"n": 1}, traceparent=parent, tracestate="rojo=1")
+        self.c.enqueue_many([rowq.NewJob(cat, self.worker.url + "/traced/" + q, {"n": 2}, traceparent=parent)])
+        got = sorted((d.json()["n"], d.headers.get("traceparent"), d.headers.get("tracestate")) for d in self.worker.wait_for("/traced/" + q, 2))
+        self.assertEqual(got, [(1, parent, "rojo=1"), (2, parent, None)])
+        deferred = self.c.enqueue(cat, self.worker.url + "/traced/" + q, traceparent=parent, tracestate="rojo=1", run_after=3600)
+        job = self.c.job(q, deferred.id)
+        self.assertEqual((job.traceparent, job.tracestate), (parent, "rojo=1"))
+        with self.assertRaises(rowq.RowqError) as e:
+            self.c.enqueue(cat, self.worker.url + "/traced/" + q, traceparent="00-not-a-trace")
+        self.assertEqual(e.exception.status, 400)
+        self.assertIn("traceparent", str(e.exception))
+
+    def test_nodes(self) -> None:
+        self.queue_with_routing()
+        eventually(self, lambda: any(n.queues > 0 for n in self.c.nodes().nodes), "a node dispatches a queue")
+        nodes = self.c.nodes()
+        self.assertGreaterEqual(len(nodes.nodes), 1)
+        self.assertGreaterEqual(nodes.queues, 1)
+        n = nodes.nodes[0]
+        self.assertNotEqual((n.id, n.host), ("", ""))
+        self.assertGreater(n.expires_at, n.started_at)
+        self.assertLessEqual(sum(x.queues for x in nodes.nodes), nodes.queues)
+
     def test_deferred_jobs_page_by_page(self) -> None:
         q, cat = self.queue_with_routing()
         url = self.worker.url + "/ok/" + q

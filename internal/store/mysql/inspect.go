@@ -15,15 +15,16 @@ import (
 // flight, few); grabbed jobs, few, from their range of jobs_fetch, then
 // sorted. The keyset condition is written as a range on next_try plus a
 // tie-break so that both MySQL and MariaDB use it as an index range.
+// Grabbed jobs include the leased ones: both are out for delivery.
 // Arguments: queue, state, [next_try, next_try, id,] limit.
 func jobsListSQL(kind string, desc, after bool) string {
-	index := "jobs_list"
+	index, state := "jobs_list", "state = ?"
 	if kind == store.JobsGrabbed {
-		index = "jobs_fetch"
+		index, state = "jobs_fetch", "state IN (?, 'leased')"
 	}
 	q := `/* rowq:inspect.jobs_list */ SELECT ` + jobCols + `
 	FROM jobs FORCE INDEX (` + index + `)
-	WHERE queue_name = ? AND state = ?`
+	WHERE queue_name = ? AND ` + state
 	switch kind {
 	case store.JobsWaiting:
 		q += ` AND next_try <= NOW(6)`

@@ -16,7 +16,7 @@ import (
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
 	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until, " +
-	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message"
+	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
 func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
@@ -28,10 +28,11 @@ func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 		key     sql.NullString
 		prog    sql.NullFloat64
 		pmsg    sql.NullString
+		tp, ts  sql.NullString
 	)
 	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg}, extra...)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg, &tp, &ts}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -41,6 +42,7 @@ func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 		j.Progress = &prog.Float64
 	}
 	j.ProgressMessage = pmsg.String
+	j.Trace = store.Trace{Parent: tp.String, State: ts.String}
 	// grabbed_by and grabbed_until mean something only while the job is
 	// grabbed or leased (migration 0701).
 	if j.State != store.StateWaiting {
@@ -103,7 +105,7 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 	var chunks [][]*store.JobInsertParams
 	start, size := 0, 0
 	for i, j := range jobs {
-		n := len(j.URL) + len(j.Payload) + 200 // 200: the other columns
+		n := len(j.URL) + len(j.Payload) + len(j.Trace.State) + 255 // 255: the other columns, a traceparent among them
 		if i > start && (i-start == insertMaxRows || size+n > insertMaxBytes) {
 			chunks = append(chunks, jobs[start:i])
 			start, size = i, 0
@@ -157,13 +159,13 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 	var q strings.Builder
 	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
 		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until, grabs)
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, grabbed_by, grabbed_until, grabs)
 		VALUES `)
-	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, '', NOW(6), 0)"
+	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, '', NOW(6), 0)"
 	if hold != nil {
-		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND, 1)"
+		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND, 1)"
 	}
-	args := make([]any, 0, 18*len(jobs))
+	args := make([]any, 0, 20*len(jobs))
 	for i, j := range jobs {
 		if i > 0 {
 			q.WriteString(", ")
@@ -176,6 +178,7 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 		}
 		args = append(args, j.RunAfter.Microseconds(), j.Timeout, j.MaxRetries, j.RetryDelay)
 		args = append(args, optionArgs(&j.JobOptions)...)
+		args = append(args, sqldb.NullString(j.Trace.Parent), sqldb.NullString(j.Trace.State))
 		if hold != nil {
 			args = append(args, hold.Node)
 			if at != nil {

@@ -12,10 +12,16 @@ import (
 // jobsListSQL builds the listing query for a kind and direction. It walks
 // jobs_list (queue_name, state, next_try, id) in index order; the keyset
 // condition is a row comparison, which PostgreSQL uses as an index bound.
+// Grabbed jobs include the leased ones (both are out for delivery; few),
+// read from two ranges of the index and sorted.
 // Arguments: $1 queue, $2 state, $3 limit, [$4 next_try, $5 id].
 func jobsListSQL(kind string, desc, after bool) string {
+	state := "state = $2"
+	if kind == store.JobsGrabbed {
+		state = "state IN ($2, 'leased')"
+	}
 	q := `/* rowq:inspect.jobs_list */ SELECT ` + jobCols + `
-	FROM jobs WHERE queue_name = $1 AND state = $2`
+	FROM jobs WHERE queue_name = $1 AND ` + state
 	switch kind {
 	case store.JobsWaiting:
 		q += ` AND next_try <= now()`

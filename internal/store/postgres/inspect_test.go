@@ -57,7 +57,7 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{store.JobsGrabbed, store.JobsWaiting, store.JobsDeferred} {
+	for _, kind := range []string{store.JobsWaiting, store.JobsDeferred} {
 		for _, desc := range []bool{false, true} {
 			for _, after := range []bool{false, true} {
 				args := []any{"q", "waiting", 100}
@@ -65,6 +65,21 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 					args = append(args, now, 1000)
 				}
 				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), postgres.JobsListSQL(kind, desc, after), "jobs_list", args...)
+			}
+		}
+	}
+	// Grabbed and leased jobs (out for delivery: few) are read from two
+	// ranges of an index and sorted; a sequential scan is what must not be.
+	for _, desc := range []bool{false, true} {
+		for _, after := range []bool{false, true} {
+			args := []any{"q", "grabbed", 100}
+			if after {
+				args = append(args, now, 1000)
+			}
+			for mode, p := range plans(ctx, t, conn, postgres.JobsListSQL(store.JobsGrabbed, desc, after), args...) {
+				if !strings.Contains(p, "jobs_list") && !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Seq Scan") {
+					t.Errorf("jobs grabbed desc=%v after=%v (%s): plan reads no index of the queue's states:\n%s", desc, after, mode, p)
+				}
 			}
 		}
 	}

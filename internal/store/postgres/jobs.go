@@ -15,7 +15,7 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
 	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate`
 
 func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	var (
@@ -24,10 +24,17 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 		grabbedBy *string
 		key       *string
 		pmsg      *string
+		tp, ts    *string
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts)
+	if tp != nil {
+		j.Trace.Parent = *tp
+	}
+	if ts != nil {
+		j.Trace.State = *ts
+	}
 	if pmsg != nil {
 		j.ProgressMessage = *pmsg
 	}
@@ -73,19 +80,20 @@ const insertSQL = `/* rowq:jobs.insert */
 	SELECT ` + insertValues + `, 'waiting'
 	RETURNING id`
 
-// insertGrabbedSQL is insertSQL for jobs already grabbed by $14 until
-// now() + $15 seconds (local hand-off).
+// insertGrabbedSQL is insertSQL for jobs already grabbed by $16 until
+// now() + $17 seconds (local hand-off).
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until, grabs)
-	SELECT ` + insertValues + `, 'grabbed', $14::text, now() + make_interval(secs => $15::float8), 1
+	SELECT ` + insertValues + `, 'grabbed', $16::text, now() + make_interval(secs => $17::float8), 1
 	RETURNING id, created_at, next_try, grabbed_until`
 
 const (
 	insertCols = `queue_name, category, url, payload, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate`
 	insertValues = `unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
 		now(), now() + make_interval(secs => unnest($5::float8[])), unnest($6::int[]), unnest($7::int[]), unnest($8::int[]),
-		unnest($9::int[]), unnest($10::text[]), unnest($11::text[]), unnest($12::int[]), unnest($13::float8[])`
+		unnest($9::int[]), unnest($10::text[]), unnest($11::text[]), unnest($12::int[]), unnest($13::float8[]),
+		unnest($14::text[]), unnest($15::text[])`
 )
 
 // insertArgs turns jobs into the arrays insertSQL takes.
@@ -104,6 +112,8 @@ func insertArgs(jobs []*store.JobInsertParams) []any {
 		backoffs   = make([]string, len(jobs))
 		delayMaxes = make([]int, len(jobs))
 		jitters    = make([]float64, len(jobs))
+		parents    = make([]*string, len(jobs))
+		states     = make([]*string, len(jobs))
 	)
 	for i, j := range jobs {
 		queues[i], categories[i], urls[i] = j.Queue, j.Category, j.URL
@@ -118,9 +128,18 @@ func insertArgs(jobs []*store.JobInsertParams) []any {
 			k := j.UniqueKey
 			keys[i] = &k
 		}
+		parents[i], states[i] = nullText(j.Trace.Parent), nullText(j.Trace.State)
 	}
 	return []any{queues, categories, urls, payloads, runAfters, timeouts, maxRetries, delays,
-		priorities, keys, backoffs, delayMaxes, jitters}
+		priorities, keys, backoffs, delayMaxes, jitters, parents, states}
+}
+
+// nullText is s as an element of a text[] argument: NULL when "".
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // grabSelectSQL finds the due jobs of a queue, highest priority then oldest

@@ -114,3 +114,12 @@ func Affected(res sql.Result, err error) (int64, error) {
 	}
 	return res.RowsAffected()
 }
+
+// NullString is s as a statement's argument: NULL when s is "", so that
+// an optional column left empty costs no bytes of the row.
+func NullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

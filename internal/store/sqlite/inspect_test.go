@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rowq/rowq/internal/store"
@@ -15,7 +16,7 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 		t.Helper()
 		checkPlan(t, s, name, query, index, args...)
 	}
-	for _, kind := range []string{store.JobsGrabbed, store.JobsWaiting, store.JobsDeferred} {
+	for _, kind := range []string{store.JobsWaiting, store.JobsDeferred} {
 		for _, desc := range []bool{false, true} {
 			for _, after := range []bool{false, true} {
 				args := []any{"q", "waiting", 100, 0}
@@ -23,6 +24,20 @@ func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 					args = append(args, 0, 10)
 				}
 				check(fmt.Sprintf("jobs %s desc=%v after=%v", kind, desc, after), jobsListSQL(kind, desc, after), "jobs_list", args...)
+			}
+		}
+	}
+	// Grabbed and leased jobs (out for delivery: few) are read from two
+	// ranges of an index and sorted; a scan of the table is what must not be.
+	for _, desc := range []bool{false, true} {
+		for _, after := range []bool{false, true} {
+			args := []any{"q", "grabbed", 100, 0}
+			if after {
+				args = append(args, 0, 10)
+			}
+			name := fmt.Sprintf("jobs grabbed desc=%v after=%v", desc, after)
+			if got := explain(t, s, name, jobsListSQL(store.JobsGrabbed, desc, after), args...); !strings.Contains(got, "USING INDEX jobs_") {
+				t.Errorf("%s: plan = %q, want an index of the queue's states", name, got)
 			}
 		}
 	}

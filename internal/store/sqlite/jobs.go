@@ -14,7 +14,7 @@ import (
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -23,14 +23,16 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 		created, next      int64
 		grabbedUntil       sql.NullInt64
 		key, pmsg          sql.NullString
+		tp, ts             sql.NullString
 		progress           sql.NullFloat64
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts)
 	if err != nil {
 		return nil, err
 	}
+	j.Trace = store.Trace{Parent: tp.String, State: ts.String}
 	if progress.Valid {
 		j.Progress = &progress.Float64
 	}
@@ -263,15 +265,15 @@ func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job,
 // insertSQL inserts one job; its arguments come from insertArgs.
 const insertSQL = `/* rowq:jobs.insert */
 	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter)
-	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate)
+	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertGrabbedSQL inserts one job already grabbed; its arguments are
 // insertArgs, then the holder's node id and grabbed_until.
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabbed_by, grabbed_until, grabs)
-	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, grabbed_by, grabbed_until, grabs)
+	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
 
 // insertUniqueSQL inserts one job unless its unique key is taken, and then
 // returns no row.
@@ -288,7 +290,8 @@ func insertArgs(j *store.JobInsertParams, now int64) []any {
 		backoff = store.BackoffFixed
 	}
 	return []any{j.Queue, j.Category, j.URL, nullPayload(j.Payload), now, now + j.RunAfter.Microseconds(),
-		j.Timeout, j.MaxRetries, j.RetryDelay, j.Priority, key, backoff, j.RetryDelayMax, j.RetryJitter}
+		j.Timeout, j.MaxRetries, j.RetryDelay, j.Priority, key, backoff, j.RetryDelayMax, j.RetryJitter,
+		sqldb.NullString(j.Trace.Parent), sqldb.NullString(j.Trace.State)}
 }
 
 // JobsPush stores the jobs in one transaction. There is one writer

@@ -77,16 +77,19 @@ func testJobsListKinds(t *testing.T, s store.Store) {
 	for _, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
 		deferred = append(deferred, insert(t, s, "q", 1, d)...)
 	}
-	due := insert(t, s, "q", 5, 0)
+	due := insert(t, s, "q", 6, 0)
 	insert(t, s, "other", 3, 0)
-	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 2, Lease: time.Minute}))(t)
+	grabbed := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 3, Lease: time.Minute}))(t)
+	// A worker accepted one: leased jobs are listed with the grabbed.
+	leased := grabbed[1]
+	must(s.JobLease(ctx, &store.JobLeaseParams{ID: leased.ID, Grabs: leased.Grabs, Lease: time.Hour}))(t)
 
 	for _, tc := range []struct {
 		kind string
 		want []int64 // ascending
 	}{
-		{store.JobsGrabbed, due[:2]},
-		{store.JobsWaiting, due[2:]},
+		{store.JobsGrabbed, due[:3]},
+		{store.JobsWaiting, due[3:]},
 		{store.JobsDeferred, []int64{deferred[1], deferred[2], deferred[0]}},
 	} {
 		for _, desc := range []bool{false, true} {
@@ -103,8 +106,18 @@ func testJobsListKinds(t *testing.T, s store.Store) {
 					if j.Queue != "q" || j.URL == "" || j.Payload == nil {
 						t.Errorf("%s: listed job %+v", tc.kind, j)
 					}
-					if (tc.kind == store.JobsGrabbed) != (j.State == store.StateGrabbed) {
-						t.Errorf("%s: job %d has state %s", tc.kind, j.ID, j.State)
+					wantState := store.StateWaiting
+					switch {
+					case j.ID == leased.ID:
+						wantState = store.StateLeased
+					case tc.kind == store.JobsGrabbed:
+						wantState = store.StateGrabbed
+					}
+					if j.State != wantState {
+						t.Errorf("%s: job %d has state %s, want %s", tc.kind, j.ID, j.State, wantState)
+					}
+					if j.State == store.StateLeased && (j.GrabbedTil == nil || time.Until(*j.GrabbedTil) < 30*time.Minute) {
+						t.Errorf("%s: leased job %d lists lease expiry %v, want about an hour from now", tc.kind, j.ID, j.GrabbedTil)
 					}
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ var jobTests = []conformanceTest{
 	{"Jobs_NextDue", testJobsNextDue},
 	{"Jobs_Expired", testJobsExpired},
 	{"Jobs_RescueGrabsOfUnregisteredNode", testJobsRescueUnregistered},
+	{"Jobs_TraceKept", testJobsTrace},
 }
 
 func testJobsInsertAndGet(t *testing.T, s store.Store) {
@@ -816,5 +818,64 @@ func JobsBehindFrozenTx(t *testing.T, s store.Store, freeze func(t *testing.T, g
 	got = must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "live", Limit: 10, Lease: time.Minute}))(t)
 	if want := []int64{ids[2], ids[3]}; !slices.Equal(sorted(jobIDs(got)), want) {
 		t.Errorf("JobsGrab after the rollback took %v, want %v", jobIDs(got), want)
+	}
+}
+
+// testJobsTrace checks that every way of inserting a job keeps its trace
+// context as given (a tracestate of 512 characters whole), and that every
+// read of jobs returns it; a job without one reads "".
+func testJobsTrace(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	trace := func(i int) store.Trace {
+		return store.Trace{
+			Parent: fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e47%02d-00f067aa0ba902b7-01", i),
+			State:  fmt.Sprintf("rojo=%d,congo=t61rcWkgMzE", i),
+		}
+	}
+	long := store.Trace{Parent: trace(9).Parent, State: "a=" + strings.Repeat("v", 255) + ",b=" + strings.Repeat("w", 252)}
+	job := func(i int, tr store.Trace) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: "q", Category: "c", URL: fmt.Sprintf("http://a/%d", i), Trace: tr}
+	}
+	want := map[int64]store.Trace{}
+	inserted := must(s.JobsInsert(ctx, []*store.JobInsertParams{job(1, trace(1)), job(2, store.Trace{})}))(t)
+	want[inserted[0]], want[inserted[1]] = trace(1), store.Trace{}
+	keyed := job(4, trace(4))
+	keyed.UniqueKey = "k"
+	pushed := must(s.JobsPush(ctx, []*store.JobInsertParams{job(3, trace(3)), keyed}))(t)
+	want[pushed[0].ID], want[pushed[1].ID] = trace(3), trace(4)
+	existing := must(s.JobsPush(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c", URL: "http://a/5", JobOptions: store.JobOptions{UniqueKey: "k"}}}))(t)
+	if !existing[0].Existing || existing[0].Job.Trace != trace(4) {
+		t.Fatalf("the key's holder came back as %+v, want job %d with its trace %+v", existing[0], pushed[1].ID, trace(4))
+	}
+	grabbed := must(s.JobsInsertGrabbed(ctx, &store.JobsInsertGrabbedParams{Node: "n1", Lease: time.Minute,
+		Jobs: []*store.JobInsertParams{job(6, long), job(7, store.Trace{})}}))(t)
+	if grabbed[0].Trace != long || grabbed[1].Trace != (store.Trace{}) {
+		t.Fatalf("JobsInsertGrabbed returned traces %+v and %+v, want %+v and none", grabbed[0].Trace, grabbed[1].Trace, long)
+	}
+	want[grabbed[0].ID], want[grabbed[1].ID] = long, store.Trace{}
+	for id, tr := range want {
+		if got := must(s.JobGet(ctx, "q", id))(t).Trace; got != tr {
+			t.Errorf("JobGet(%d).Trace = %+v, want %+v", id, got, tr)
+		}
+	}
+	heartbeat(t, s, "n2", time.Minute)
+	got := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n2", Limit: 10, Lease: time.Minute}))(t)
+	if len(got) != 4 {
+		t.Fatalf("grabbed %d jobs, want the 4 waiting", len(got))
+	}
+	for _, j := range got {
+		if j.Trace != want[j.ID] {
+			t.Errorf("grabbed job %d has trace %+v, want %+v", j.ID, j.Trace, want[j.ID])
+		}
+	}
+	listed := must(s.JobsList(ctx, &store.JobsListParams{Queue: "q", Kind: store.JobsGrabbed, Limit: 10}))(t)
+	if len(listed) != len(want) {
+		t.Fatalf("listed %d grabbed jobs, want %d", len(listed), len(want))
+	}
+	for _, j := range listed {
+		if j.Trace != want[j.ID] {
+			t.Errorf("listed job %d has trace %+v, want %+v", j.ID, j.Trace, want[j.ID])
+		}
 	}
 }

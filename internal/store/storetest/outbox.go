@@ -90,9 +90,10 @@ func testOutboxInsertReadMove(t *testing.T, s store.Store) {
 		t.Fatalf("OutboxRead of an empty outbox = %d rows, want 0", len(rows))
 	}
 	full := &store.OutboxRow{Category: "c", URL: ptr("http://a/1"), Payload: ptr(`{"n":1}`), RunAfter: ptr(0),
-		MaxRetries: ptr(3), RetryDelay: ptr(4), Timeout: ptr(5), Priority: ptr(-6), UniqueKey: ptr("k")}
+		MaxRetries: ptr(3), RetryDelay: ptr(4), Timeout: ptr(5), Priority: ptr(-6), UniqueKey: ptr("k"),
+		TraceParent: ptr("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), TraceState: ptr("rojo=1")}
 	bare := &store.OutboxRow{Category: "c", URL: ptr("http://a/2")}
-	bad := &store.OutboxRow{Category: "bad category", Payload: ptr("not json")}
+	bad := &store.OutboxRow{Category: "bad category", Payload: ptr("not json"), TraceParent: ptr("00-bad")}
 	ok(t, s.OutboxInsert(ctx, []*store.OutboxRow{full, bare, bad}))
 	rows := must(s.OutboxRead(ctx, 10))(t)
 	if len(rows) != 3 || !(rows[0].ID < rows[1].ID && rows[1].ID < rows[2].ID) {
@@ -135,6 +136,7 @@ func testOutboxInsertReadMove(t *testing.T, s store.Store) {
 	r := rejects[0]
 	if r.Row.ID != rows[2].ID || r.Reason != "category: use letters" || r.Row.Category != "bad category" ||
 		r.Row.Payload == nil || *r.Row.Payload != "not json" || r.Row.URL != nil || r.RejectedAt.IsZero() ||
+		r.Row.TraceParent == nil || *r.Row.TraceParent != "00-bad" || r.Row.TraceState != nil ||
 		!r.Row.CreatedAt.Equal(rows[2].CreatedAt) {
 		t.Fatalf("reject = %+v (row %+v), want outbox row %d as it was, with its reason", r, r.Row, rows[2].ID)
 	}
@@ -159,7 +161,7 @@ func outboxFields(r *store.OutboxRow) []any {
 		return nil
 	}
 	return []any{r.Category, show(r.URL), show(r.Payload), show(r.RunAfter), show(r.MaxRetries), show(r.RetryDelay),
-		show(r.Timeout), show(r.Priority), show(r.UniqueKey)}
+		show(r.Timeout), show(r.Priority), show(r.UniqueKey), show(r.TraceParent), show(r.TraceState)}
 }
 
 // testOutboxMoveOnce moves rows that a move took already: nothing is
