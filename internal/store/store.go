@@ -79,4 +79,5 @@ type Store interface {
 	TokenStore
 	SecretStore
 	OutboxStore
+	WorkerHostStore
 }
