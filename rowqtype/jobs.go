@@ -98,6 +98,9 @@ type Job struct {
 	// accepted the job told them in a heartbeat.
 	Progress *float64 `json:"progress,omitempty"`
 	Message  string   `json:"message,omitempty"`
+	// Deferrals is rowq's: how often the job's worker answered 429 or 503
+	// with Retry-After (docs/flow-control.md); left out when 0.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

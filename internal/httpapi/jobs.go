@@ -198,7 +198,7 @@ func toJobJSON(j *store.Job) *rowqtype.Job {
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
-		Progress: j.Progress, Message: j.ProgressMessage,
+		Progress: j.Progress, Message: j.ProgressMessage, Deferrals: j.Deferrals,
 	}
 }
 
