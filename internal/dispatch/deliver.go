@@ -22,7 +22,7 @@ import (
 // not stale (Dispatcher.fresh); then it gives the slot back.
 func (r *runner) work(j *store.Job) {
 	for j != nil {
-		if wait := r.flow.admit(j, time.Now()); wait > 0 {
+		if wait := r.flow.admit(j); wait > 0 {
 			r.hold(j, wait) // its host may not take it now (flow.go)
 		} else {
 			r.process(j)
@@ -77,12 +77,12 @@ func (r *runner) process(j *store.Job) {
 	}
 	log := r.log.With("job_id", j.ID)
 	if aborted {
-		r.flow.observe(j, nil, began, time.Now(), 0, nil)
+		r.flow.observe(j, nil, began, began.Add(elapsed), 0, nil)
 		log.Debug("delivery aborted: the job was cancelled")
 		return // the cancel removed the job
 	}
 	q := r.settings.Load()
-	r.flow.observe(j, &res, began, time.Now(), r.inflight.Load(), q.MaxDispatchesPerSecond)
+	r.flow.observe(j, &res, began, began.Add(elapsed), r.inflight.Load(), q.MaxDispatchesPerSecond)
 	if res.Defer != nil && j.Deferrals >= maxDeferrals {
 		// Deferred enough: from now on an ordinary failure (flow.go).
 		if res.Status != StatusPermanentFailure {

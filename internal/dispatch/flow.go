@@ -132,10 +132,15 @@ func hostKey(raw string) string {
 
 // admit reports how long job j must be held back before its host may take
 // it: 0 to deliver it now.
-func (f *hostFlow) admit(j *store.Job, now time.Time) time.Duration {
+func (f *hostFlow) admit(j *store.Job) time.Duration {
 	if f.n.Load() == 0 {
 		return 0
 	}
+	return f.admitAt(j, time.Now())
+}
+
+// admitAt is admit at time now.
+func (f *hostFlow) admitAt(j *store.Job, now time.Time) time.Duration {
 	key := hostKey(j.URL)
 	f.mu.Lock()
 	defer f.mu.Unlock()

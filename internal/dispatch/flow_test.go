@@ -63,7 +63,7 @@ func TestHostFlow_RateCutAndRecovery(t *testing.T) {
 	busy := &Result{Status: StatusFailure, Code: 429, Busy: true}
 	ok := &Result{Status: StatusSuccess, Code: 200}
 
-	if w := f.admit(flowJob(1, "a:80"), t0); w != 0 {
+	if w := f.admitAt(flowJob(1, "a:80"), t0); w != 0 {
 		t.Fatalf("a host in no trouble waits %v", w)
 	}
 	f.observe(flowJob(1, "a:80"), ok, t0, t0, 4, nil) // nothing tracked, nothing kept
@@ -78,20 +78,20 @@ func TestHostFlow_RateCutAndRecovery(t *testing.T) {
 	if hs := f.snapshot(); len(hs) != 1 || hs[0].Host != "a:80" || hs[0].Rate == nil || *hs[0].Rate != 2 {
 		t.Fatalf("snapshot after a 429 = %+v, want a:80 at 2/s", hs)
 	}
-	if w := f.admit(flowJob(2, "a:80"), t0); w != 0 {
+	if w := f.admitAt(flowJob(2, "a:80"), t0); w != 0 {
 		t.Fatalf("first job after the cut waits %v, want 0 (its turn is now)", w)
 	}
-	if w := f.admit(flowJob(3, "a:80"), t0); w != 500*time.Millisecond {
+	if w := f.admitAt(flowJob(3, "a:80"), t0); w != 500*time.Millisecond {
 		t.Fatalf("second job waits %v, want 500ms", w)
 	}
-	if w := f.admit(flowJob(4, "a:80"), t0); w != time.Second {
+	if w := f.admitAt(flowJob(4, "a:80"), t0); w != time.Second {
 		t.Fatalf("third job waits %v, want 1s", w)
 	}
-	if w := f.admit(flowJob(9, "b:80"), t0); w != 0 {
+	if w := f.admitAt(flowJob(9, "b:80"), t0); w != 0 {
 		t.Fatalf("another host's job waits %v", w)
 	}
 	// Job 3 comes back a little early (clocks): it has its turn.
-	if w := f.admit(flowJob(3, "a:80"), t0.Add(450*time.Millisecond)); w != 0 {
+	if w := f.admitAt(flowJob(3, "a:80"), t0.Add(450*time.Millisecond)); w != 0 {
 		t.Fatalf("a job back for its turn waits %v", w)
 	}
 	// An answer to a delivery begun before the cut does not cut again; a
@@ -160,25 +160,25 @@ func TestHostFlow_Breaker(t *testing.T) {
 	for i := range breakerThreshold - 1 {
 		fail(int64(i+1), t0)
 	}
-	if w := f.admit(flowJob(10, "a:80"), t0); w != 0 {
+	if w := f.admitAt(flowJob(10, "a:80"), t0); w != 0 {
 		t.Fatalf("4 failures held the host's job for %v", w)
 	}
 	fail(5, t0)
 	if hs := f.snapshot(); len(hs) != 1 || hs[0].Breaker != store.BreakerOpen || hs[0].Failures != 5 || hs[0].OpenUntil == nil {
 		t.Fatalf("snapshot after 5 failures = %+v, want open", hs)
 	}
-	if w := f.admit(flowJob(10, "a:80"), t0.Add(time.Second)); w != defaultBreakerOpen-time.Second {
+	if w := f.admitAt(flowJob(10, "a:80"), t0.Add(time.Second)); w != defaultBreakerOpen-time.Second {
 		t.Fatalf("job of an open host waits %v, want %v", w, defaultBreakerOpen-time.Second)
 	}
-	if w := f.admit(flowJob(9, "b:80"), t0); w != 0 {
+	if w := f.admitAt(flowJob(9, "b:80"), t0); w != 0 {
 		t.Fatalf("another host's job waits %v", w)
 	}
 	// Half-open: one probe, the others wait.
 	t1 := t0.Add(defaultBreakerOpen)
-	if w := f.admit(flowJob(10, "a:80"), t1); w != 0 {
+	if w := f.admitAt(flowJob(10, "a:80"), t1); w != 0 {
 		t.Fatalf("the probe waits %v", w)
 	}
-	if w := f.admit(flowJob(11, "a:80"), t1); w != probeWait {
+	if w := f.admitAt(flowJob(11, "a:80"), t1); w != probeWait {
 		t.Fatalf("a job beside the probe waits %v, want %v", w, probeWait)
 	}
 	if hs := f.snapshot(); hs[0].Breaker != store.BreakerHalfOpen {
@@ -190,16 +190,16 @@ func TestHostFlow_Breaker(t *testing.T) {
 		t.Fatalf("after another job's failure: %+v", h)
 	}
 	fail(10, t1) // the probe fails: open for 60 s
-	if w := f.admit(flowJob(11, "a:80"), t1); w != 2*defaultBreakerOpen {
+	if w := f.admitAt(flowJob(11, "a:80"), t1); w != 2*defaultBreakerOpen {
 		t.Fatalf("after a failed probe a job waits %v, want %v", w, 2*defaultBreakerOpen)
 	}
 	t2 := t1.Add(2 * defaultBreakerOpen)
-	if w := f.admit(flowJob(11, "a:80"), t2); w != 0 {
+	if w := f.admitAt(flowJob(11, "a:80"), t2); w != 0 {
 		t.Fatalf("second probe waits %v", w)
 	}
 	// A probe aborted passes its turn on.
 	f.observe(flowJob(11, "a:80"), nil, t2, t2, 1, nil)
-	if w := f.admit(flowJob(13, "a:80"), t2); w != 0 {
+	if w := f.admitAt(flowJob(13, "a:80"), t2); w != 0 {
 		t.Fatalf("the probe after an aborted one waits %v", w)
 	}
 	// Answered, even with a failure: the host is reachable; closed.
