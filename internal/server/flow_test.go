@@ -159,3 +159,46 @@ func TestServer_BreakerHoldsADeadHostsJobs(t *testing.T) {
 		testworker.WaitFor(t, 10*time.Second, "the host no longer shown", func() bool { return workerHosts(t, s, "q")[dead] == nil })
 	})
 }
+
+// TestServer_BusyHostIsSlowedDown: a queue throttled to 4 dispatches a
+// second (burst 4) sends 10 jobs in about 1.5 s. After its worker answered
+// one 429, the host gets half that rate, so the same 10 jobs take about
+// 4.5 s. Only a lower bound on time is checked, so a slow machine cannot
+// fail the test.
+func TestServer_BusyHostIsSlowedDown(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
+			if body == "first" {
+				return http.StatusTooManyRequests, "busy", 0
+			}
+			return http.StatusOK, `{"status":"success"}`, 0
+		})
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 10, "max_dispatches_per_second": 4})
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": "first", "max_retries": 0})
+		host := strings.TrimPrefix(w.URL, "http://")
+		testworker.WaitFor(t, 30*time.Second, "the busy host shown slowed down", func() bool {
+			h := workerHosts(t, s, "q")[host]
+			return h != nil && h["rate"] != nil
+		})
+		const n = 10
+		for i := range n {
+			push(t, s, "cat", map[string]any{"url": w.URL, "payload": fmt.Sprint(i)})
+		}
+		testworker.WaitFor(t, 60*time.Second, "10 deliveries", func() bool { return w.Distinct() == n+1 })
+		first, last := time.Time{}, time.Time{}
+		for i := range n {
+			for _, d := range w.Of(fmt.Sprint(i)) {
+				if first.IsZero() || d.At.Before(first) {
+					first = d.At
+				}
+				if d.At.After(last) {
+					last = d.At
+				}
+			}
+		}
+		if span := last.Sub(first); span < 3*time.Second {
+			t.Errorf("10 jobs to a host slowed to 2/s went out in %v, want about 4.5s (the queue alone allows 1.5s)", span)
+		}
+	})
+}
