@@ -251,18 +251,20 @@ func (f *hostFlow) observe(j *store.Job, res *Result, began, now time.Time, infl
 // 429/503 began before the last cut. A host not slowed yet starts from an
 // estimate of its rate: the queue's deliveries in flight over this
 // delivery's time (Little's law; an upper bound, as they are not all the
-// host's), at most the queue's own rate.
+// host's), at most the queue's own rate; it grows back to the queue's own
+// rate, or on an unlimited queue to that estimate.
 func (h *hostState) slow(began, now time.Time, inflight int64, queueRate *float64) {
 	if h.rate > 0 && began.Before(h.cut) {
 		return
 	}
 	if h.rate == 0 {
 		est := float64(max(inflight, 1)) / max(now.Sub(began), time.Millisecond).Seconds()
+		h.ceiling = est
 		if queueRate != nil {
-			est = min(est, *queueRate)
+			est, h.ceiling = min(est, *queueRate), *queueRate
 		}
-		h.rate, h.ceiling, h.tat = est, est, now
-		h.step = est / recoverTime.Seconds()
+		h.rate, h.tat = est, now
+		h.step = h.ceiling / recoverTime.Seconds()
 	}
 	h.rate = max(minHostRate, h.rate/2)
 	h.cut, h.grown = now, now

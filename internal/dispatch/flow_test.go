@@ -127,8 +127,8 @@ func TestHostFlow_RateCapsAtQueueRate(t *testing.T) {
 	rate := 10.0
 	busy := &Result{Status: StatusFailure, Code: 503, Busy: true}
 	f.observe(flowJob(1, "a:80"), busy, t0.Add(-time.Millisecond), t0, 100, &rate)
-	if r := f.hosts["a:80"].rate; r != 5 {
-		t.Fatalf("rate = %v, want half the queue's 10", r)
+	if h := f.hosts["a:80"]; h.rate != 5 || h.ceiling != rate {
+		t.Fatalf("rate = %v growing back to %v, want half the queue's 10, growing back to 10", h.rate, h.ceiling)
 	}
 	for i := range 10 {
 		f.observe(flowJob(int64(i+2), "a:80"), busy, t0.Add(time.Duration(i+1)*time.Second), t0.Add(time.Duration(i+1)*time.Second), 1, &rate)
