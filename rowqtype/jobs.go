@@ -107,6 +107,9 @@ type Job struct {
 	// trace context: what each delivery carries (see docs/operations.md).
 	TraceParent string `json:"traceparent,omitempty"`
 	TraceState  string `json:"tracestate,omitempty"`
+	// Deferrals is rowq's: how often the job's worker answered 429 or 503
+	// with Retry-After (docs/flow-control.md); left out when 0.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

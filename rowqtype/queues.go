@@ -13,6 +13,26 @@ type Queue struct {
 	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
 	// Paused queues accept jobs but dispatch none.
 	Paused bool `json:"paused"`
+	// WorkerHosts are, in the answer of GET /queue/{name} only, the worker
+	// hosts the queue's leader slows down or holds back; nil when none.
+	WorkerHosts []*WorkerHost `json:"worker_hosts,omitempty"`
+}
+
+// WorkerHost is a worker host (the host:port of job URLs) that a queue's
+// leader slows down after its 429 or 503 answers, or holds back with an
+// open circuit breaker after its connection failures (docs/flow-control.md).
+type WorkerHost struct {
+	Host string `json:"host"`
+	// Rate is the dispatches per second the host gets; nil when it is not
+	// slowed down.
+	Rate *float64 `json:"rate,omitempty"`
+	// Breaker is "closed", "open" or "half-open"; Failures counts the
+	// host's consecutive connection failures and timeouts.
+	Breaker  string `json:"breaker"`
+	Failures int    `json:"failures"`
+	// OpenUntil is when an open breaker half-opens, by the leader's clock.
+	OpenUntil *time.Time `json:"open_until,omitempty"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // QueueRequest is the body of PUT /queue/{name}, which creates or

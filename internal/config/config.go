@@ -36,7 +36,10 @@ type Config struct {
 	NodeTTL               time.Duration
 	GrabLease             time.Duration
 	RescueInterval        time.Duration
-	MaxBodyBytes          int64
+	// BreakerOpen is how long a worker host's circuit breaker first stays
+	// open (doubled on each failed probe, at most 20 times as long).
+	BreakerOpen  time.Duration
+	MaxBodyBytes int64
 	// ScheduleMisfireGrace is how late a schedule's tick may fire and still
 	// be on time; older ticks are handled by the misfire policy.
 	ScheduleMisfireGrace time.Duration
@@ -96,6 +99,7 @@ func Default() Config {
 		NodeTTL:                     10 * time.Second,
 		GrabLease:                   30 * time.Second,
 		RescueInterval:              5 * time.Second,
+		BreakerOpen:                 30 * time.Second,
 		ScheduleMisfireGrace:        5 * time.Second,
 		MaxBodyBytes:                1 << 20,
 		DispatchUserAgent:           "rowq",
@@ -144,6 +148,8 @@ func (c *Config) options() []option {
 			usage: "how long a grabbed job stays held without renewal (renewed every third of it while delivering)"},
 		{flag: "rescue-interval", env: "ROWQ_RESCUE_INTERVAL", value: (*durValue)(&c.RescueInterval),
 			usage: "how often a queue's dispatcher frees grabs whose holder vanished"},
+		{flag: "breaker-open", env: "ROWQ_BREAKER_OPEN", value: (*durValue)(&c.BreakerOpen),
+			usage: "how long a worker host's circuit breaker first stays open after 5 connection failures or timeouts in a row"},
 		{flag: "schedule-misfire-grace", env: "ROWQ_SCHEDULE_MISFIRE_GRACE", value: (*durValue)(&c.ScheduleMisfireGrace),
 			usage: "how late a schedule's tick may fire and still be on time; older ticks follow the misfire policy"},
 		{flag: "max-body-bytes", env: "ROWQ_MAX_BODY_BYTES", value: (*int64Value)(&c.MaxBodyBytes), usage: "largest request body accepted (413 above)"},
@@ -301,6 +307,7 @@ func (c *Config) Validate() error {
 	check(c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
 	check(c.GrabLease >= 300*time.Millisecond, "grab-lease: must be at least 300ms, got %v", c.GrabLease)
 	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
+	check(c.BreakerOpen >= 100*time.Millisecond && c.BreakerOpen <= time.Hour, "breaker-open: must be 100ms..1h, got %v", c.BreakerOpen)
 	check(c.ScheduleMisfireGrace >= time.Second && c.ScheduleMisfireGrace <= 24*time.Hour,
 		"schedule-misfire-grace: must be 1s..24h, got %v", c.ScheduleMisfireGrace)
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert, tls-key: give both files or neither, got tls-cert %q and tls-key %q", c.TLSCert, c.TLSKey)

@@ -1,8 +1,10 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -20,7 +22,11 @@ import (
 // not stale (Dispatcher.fresh); then it gives the slot back.
 func (r *runner) work(j *store.Job) {
 	for j != nil {
-		r.process(j)
+		if wait := r.flow.admit(j); wait > 0 {
+			r.hold(j, wait) // its host may not take it now (flow.go)
+		} else {
+			r.process(j)
+		}
 		j = nil
 		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil && r.d.fresh() {
 			var low bool
@@ -48,9 +54,11 @@ func (r *runner) ack(ctx context.Context, id int64) error {
 }
 
 // process delivers one job and records the outcome: success removes it,
-// a failure with retries left puts it back after the worker's retry_after
-// or else the job's backoff (retryDelay), anything else moves it to the
-// failure log.
+// a 429 or 503 with Retry-After defers it without spending a retry (up to
+// maxDeferrals times, flow.go), a failure with retries left puts it back
+// after the worker's retry_after or else the job's backoff (retryDelay),
+// anything else moves it to the failure log. The outcome also tells the
+// flow control of the job's worker host.
 func (r *runner) process(j *store.Job) {
 	d := r.d
 	d.cfg.Stats.Busy(r.name, 1)
@@ -71,12 +79,35 @@ func (r *runner) process(j *store.Job) {
 	}
 	log := r.log.With("job_id", j.ID)
 	if aborted {
+		r.flow.observe(j, nil, began, began.Add(elapsed), 0, nil)
 		log.Debug("delivery aborted: the job was cancelled")
 		return // the cancel removed the job
+	}
+	q := r.settings.Load()
+	r.flow.observe(j, &res, began, began.Add(elapsed), r.inflight.Load(), q.MaxDispatchesPerSecond)
+	if res.Defer != nil && j.Deferrals >= maxDeferrals {
+		// Deferred enough: from now on an ordinary failure (flow.go).
+		if res.Status != StatusPermanentFailure {
+			res.Status = StatusFailure
+		}
+		res.RetryAfter = cmp.Or(res.RetryAfter, res.Defer)
+		res.Message = truncate(fmt.Sprintf("worker answered %d with Retry-After after %d deferrals, now counted as a failure: %s", res.Code, j.Deferrals, res.Message))
+		res.Defer = nil
 	}
 	var err error
 	outcome := stats.PermanentFailure
 	switch {
+	case res.Defer != nil:
+		// The worker asked to come back later: no retry is spent.
+		outcome = stats.Failure
+		log.Debug("worker busy; job deferred", "code", res.Code, "delay", *res.Defer, "deferrals", j.Deferrals+1)
+		err = d.retryStore(log, "defer job", func(ctx context.Context) error {
+			n, err := d.cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: d.cfg.Node, Jobs: []store.JobDelay{{ID: j.ID, Delay: *res.Defer}}, Count: true})
+			if err == nil && n == 0 {
+				err = store.ErrNotFound
+			}
+			return err
+		})
 	case res.Status == StatusAccepted:
 		// Counted when the worker completes it (Dispatcher.Complete); its
 		// worker slot comes free now.

@@ -15,7 +15,8 @@
 // Files: dispatch.go the Dispatcher and its leadership cycle; runner.go a
 // queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
 // ahead of free slots; deliver.go a slot's deliveries and their outcome;
-// protocol.go the HTTP request to a worker and its answer; lease.go
+// protocol.go the HTTP request to a worker and its answer; flow.go flow
+// control per worker host (429/503 and Retry-After, circuit breaker); lease.go
 // accepted jobs: lease tokens, heartbeats, completions, expiry; backoff.go
 // retry delays; throttle.go max_dispatches_per_second; probe.go the
 // prober of parked queues.
@@ -88,6 +89,9 @@ type Config struct {
 	// RescueInterval is how often a runner frees expired grabs of its
 	// queue (5s).
 	RescueInterval time.Duration
+	// BreakerOpen is how long a worker host's circuit breaker first stays
+	// open (30s; flow.go).
+	BreakerOpen time.Duration
 	// BatchSize bounds the jobs taken by one grab (100).
 	BatchSize int
 	// Stats counts grabs, deliveries and busy workers; nil counts nothing.
@@ -113,6 +117,7 @@ func (c *Config) setDefaults() {
 	def(&c.NodeTTL, 10*time.Second)
 	def(&c.GrabLease, 30*time.Second)
 	def(&c.RescueInterval, 5*time.Second)
+	def(&c.BreakerOpen, defaultBreakerOpen)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
 	}
@@ -137,6 +142,8 @@ type Dispatcher struct {
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[int64, struct{}]
+	// holds puts back the jobs held back for their worker host (flow.go).
+	holds *batch.Batcher[store.JobDelay, struct{}]
 
 	// deliveries holds the deliveries running on this node, by job id
 	// (*delivery), so that a cancelled job's request can be aborted.
@@ -212,6 +219,10 @@ func New(cfg Config) *Dispatcher {
 		_, err := cfg.Store.JobsComplete(ctx, &store.JobsCompleteParams{Node: cfg.Node, IDs: ids})
 		return make([]struct{}, len(ids)), err
 	}, 500, ackGap)
+	d.holds = batch.New(func(ctx context.Context, jobs []store.JobDelay) ([]struct{}, error) {
+		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})
+		return make([]struct{}, len(jobs)), err
+	}, 500, 0)
 	return d
 }
 
@@ -246,6 +257,7 @@ func (d *Dispatcher) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
 		d.cycle(ctx, full)
 		cancel()
+		d.saveHosts()
 		if time.Since(lastPurge) >= time.Minute {
 			lastPurge = time.Now()
 			d.purgeResults()
@@ -535,6 +547,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		}
 		d.hardStop()
 		d.complete.Close()
+		d.holds.Close()
 		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := d.cfg.Store.QueuesRelease(bg, d.cfg.Node); err != nil {

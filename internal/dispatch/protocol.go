@@ -42,6 +42,12 @@ type Result struct {
 	RetryAfter *time.Duration
 	// Lease is the worker's "lease" when it answered StatusAccepted.
 	Lease time.Duration
+	// Busy: the worker answered 429 or 503, whatever its body said;
+	// Defer is then its Retry-After, nil when absent (flow.go).
+	Busy  bool
+	Defer *time.Duration
+	// Unreachable: no answer came, for a connection failure or a timeout.
+	Unreachable bool
 }
 
 // requestBody is what the worker receives: the raw text of a string
@@ -85,9 +91,9 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) 
 		case errors.As(err, &refused):
 			return Result{Status: StatusPermanentFailure, Message: truncate("delivery " + refused.Error())}
 		case errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0:
-			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout)}
+			return Result{Status: StatusFailure, Message: fmt.Sprintf("timeout: no answer within %ds", j.Timeout), Unreachable: true}
 		}
-		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error())}
+		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error()), Unreachable: true}
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -96,14 +102,16 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) 
 		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
 			msg = fmt.Sprintf("timeout: response not read within %ds", j.Timeout)
 		}
-		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg)}
+		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(msg), Unreachable: true}
 	}
 	if resp.StatusCode/100 == 3 && !json.Valid(answer) {
 		// The client follows no redirect (see the server's worker client).
 		return Result{Status: StatusFailure, Code: resp.StatusCode, Message: truncate(fmt.Sprintf(
 			"worker answered %d, a redirect to %q, which rowq does not follow: give the job the final url", resp.StatusCode, resp.Header.Get("Location")))}
 	}
-	return parseResponse(resp.StatusCode, answer)
+	res := parseResponse(resp.StatusCode, answer)
+	busyAnswer(&res, resp.StatusCode, resp.Header)
+	return res
 }
 
 // setHeaders sets what every delivery carries: the content type, the user

@@ -26,6 +26,7 @@ type runner struct {
 	wg       sync.WaitGroup
 	failing  atomic.Bool // the last store call failed: log the next failure quietly
 	bucket   *bucket     // max_dispatches_per_second; used by run only
+	flow     hostFlow    // worker hosts slowed down or held back (flow.go)
 	ho       handoffState
 	// parked: the last grab came back short and the runner waits for a
 	// wake-up, not for its own poll: the dispatcher's prober looks after
@@ -78,6 +79,7 @@ func newRunner(d *Dispatcher, q *store.Queue) *runner {
 		done:  make(chan struct{}),
 	}
 	r.settings.Store(q)
+	r.flow.open = d.cfg.BreakerOpen
 	return r
 }
 

@@ -218,7 +218,7 @@ func toJobJSON(j *store.Job) *rowqtype.Job {
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
-		Progress: j.Progress, Message: j.ProgressMessage, TraceParent: j.Trace.Parent, TraceState: j.Trace.State,
+		Progress: j.Progress, Message: j.ProgressMessage, TraceParent: j.Trace.Parent, TraceState: j.Trace.State, Deferrals: j.Deferrals,
 	}
 }
 

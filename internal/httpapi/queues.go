@@ -77,7 +77,16 @@ func (a *API) getQueue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "queue %q does not exist", name)
 	}
-	return toQueueJSON(q), nil
+	hosts, err := a.cfg.Store.WorkerHostsList(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	out := toQueueJSON(q)
+	for _, h := range hosts {
+		out.WorkerHosts = append(out.WorkerHosts, &rowqtype.WorkerHost{Host: h.Host, Rate: h.Rate,
+			Breaker: h.Breaker, Failures: h.Failures, OpenUntil: h.OpenUntil, UpdatedAt: h.UpdatedAt})
+	}
+	return out, nil
 }
 
 func (a *API) putQueue(r *http.Request) (any, error) {

@@ -35,9 +35,12 @@ type Config struct {
 	Store store.StatsStore
 	// Outbox counts the outbox's rejects (rowq_outbox_rejects); nil
 	// leaves the series out.
-	Outbox  store.OutboxStore
-	Logger  *slog.Logger
-	Version string
+	Outbox store.OutboxStore
+	// WorkerHosts reads the worker hosts the queues' leaders slow down or
+	// hold back (rowq_worker_host_*); nil leaves the series out.
+	WorkerHosts store.WorkerHostStore
+	Logger      *slog.Logger
+	Version     string
 	// Timeout bounds the database read of one scrape (5s).
 	Timeout time.Duration
 	// QueueLimit is the most queues given series of their own; 0 gives
@@ -62,6 +65,9 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Outbox != nil {
 		reg.MustRegister(&outboxCollector{cfg: cfg, rejects: prometheus.NewDesc("rowq_outbox_rejects",
 			"Rows of the transactional outbox that were not valid jobs, kept in rowq_outbox_rejects (GET /outbox/rejects).", nil, nil)})
+	}
+	if cfg.WorkerHosts != nil {
+		reg.MustRegister(newWorkerHostCollector(cfg))
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rowq_build_info", Help: "Always 1; the version label says which rowq serves.",
@@ -167,6 +173,47 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(m.total, m.kind, total)
+	}
+}
+
+// workerHostCollector reads, at each scrape, the worker hosts the queues'
+// leaders slow down or hold back: series exist only for those hosts, so
+// their number stays that of the hosts in trouble, not of every host seen.
+type workerHostCollector struct {
+	cfg           Config
+	rate, breaker *prometheus.Desc
+}
+
+func newWorkerHostCollector(cfg Config) *workerHostCollector {
+	labels := []string{"queue", "host"}
+	return &workerHostCollector{
+		cfg: cfg,
+		rate: prometheus.NewDesc("rowq_worker_host_rate",
+			"Dispatches per second a worker host (host:port) gets since it answered 429 or 503; absent when not slowed.", labels, nil),
+		breaker: prometheus.NewDesc("rowq_worker_host_breaker_state",
+			"A worker host's circuit breaker: 0 closed, 1 open, 2 half-open; absent when closed and not slowed.", labels, nil),
+	}
+}
+
+func (c *workerHostCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.rate
+	ch <- c.breaker
+}
+
+func (c *workerHostCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	hosts, err := c.cfg.WorkerHosts.WorkerHostsList(ctx, "")
+	if err != nil {
+		c.cfg.Logger.Warn("read worker hosts for metrics", "err", err)
+		return
+	}
+	states := map[string]float64{store.BreakerClosed: 0, store.BreakerOpen: 1, store.BreakerHalfOpen: 2}
+	for _, h := range hosts {
+		if h.Rate != nil {
+			ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, *h.Rate, h.Queue, h.Host)
+		}
+		ch <- prometheus.MustNewConstMetric(c.breaker, prometheus.GaugeValue, states[h.Breaker], h.Queue, h.Host)
 	}
 }
 

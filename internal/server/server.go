@@ -244,6 +244,7 @@ func (s *Server) Start(ctx context.Context) error {
 		NodeTTL:         cfg.NodeTTL,
 		GrabLease:       cfg.GrabLease,
 		RescueInterval:  cfg.RescueInterval,
+		BreakerOpen:     cfg.BreakerOpen,
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
 		Nudger:          notify.New(s.nudges(nodeKey)),
@@ -372,7 +373,7 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 // pages are the routes served beside the JSON API: Prometheus metrics and
 // the dashboard, which guards itself (its login).
 func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History, queueLimit int) []httpapi.Page {
-	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, Logger: log, Version: Version, QueueLimit: queueLimit})}}
+	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, WorkerHosts: st, Logger: log, Version: Version, QueueLimit: queueLimit})}}
 	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
 		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {

@@ -52,6 +52,13 @@ type JobStore interface {
 	// fail_count + 1 and next_try = now + p.Delay; ErrNotFound if the job is
 	// not grabbed by p.Node.
 	JobRetry(ctx context.Context, p *JobRetryParams) error
+	// JobsDefer puts jobs grabbed by p.Node back to waiting, each due at
+	// the database's now + its Delay, fail_count unchanged, and with
+	// p.Count their deferrals + 1; it returns how many it put back. A job
+	// no longer grabbed by p.Node is left as it is. The dispatcher defers
+	// a job whose worker answered 429 or 503 with Retry-After (Count), and
+	// holds back a job whose worker host is slowed down or cut off.
+	JobsDefer(ctx context.Context, p *JobsDeferParams) (int64, error)
 	// JobFail moves a job grabbed by p.Node to the failure log with
 	// fail_count + 1 and the result, in one transaction; ErrNotFound if the
 	// job is not grabbed by p.Node.
@@ -155,6 +162,10 @@ type Job struct {
 	// Grabs counts the job's grabs (hand-off included): the lease token
 	// of a delivery names it.
 	Grabs int
+	// Deferrals counts the times the job was deferred by its worker's 429
+	// or 503 with Retry-After (JobsDefer with Count), which spend none of
+	// its retries.
+	Deferrals int
 	// Progress (0..1, nil: never told) and ProgressMessage are what the
 	// worker that accepted the job last told in a heartbeat.
 	Progress        *float64
@@ -217,6 +228,20 @@ type JobsReleaseParams struct {
 type JobRetryParams struct {
 	ID    int64
 	Node  string
+	Delay time.Duration
+}
+
+// JobsDeferParams are the arguments of JobStore.JobsDefer.
+type JobsDeferParams struct {
+	Node string
+	Jobs []JobDelay
+	// Count adds one to each job's deferrals.
+	Count bool
+}
+
+// JobDelay is one job of JobsDeferParams and when it is due again.
+type JobDelay struct {
+	ID    int64
 	Delay time.Duration
 }
 

@@ -84,4 +84,5 @@ type Store interface {
 	TokenStore
 	SecretStore
 	OutboxStore
+	WorkerHostStore
 }

@@ -66,7 +66,8 @@ func newActForm(action, label, back, csrf string, hidden ...any) actForm {
 }
 
 // Store is what the dashboard reads: queues with their statistics and
-// leaders, their jobs and failure logs, schedules and locks.
+// leaders, their jobs and failure logs, the worker hosts their leaders
+// slow down or hold back, schedules and locks.
 type Store interface {
 	store.QueueStore
 	store.StatsStore
@@ -75,6 +76,7 @@ type Store interface {
 	store.LockStore
 	store.NodeStore
 	store.OutboxStore
+	store.WorkerHostStore
 }
 
 // Config configures the dashboard.
@@ -288,8 +290,13 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	hosts, err := d.cfg.Store.WorkerHostsList(ctx, name)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
 	d.render(w, r, http.StatusOK, "queue.html", map[string]any{
-		"Title": "rowq: " + name, "Queue": q, "Stats": s, "Leader": leader,
+		"Title": "rowq: " + name, "Queue": q, "Stats": s, "Leader": leader, "WorkerHosts": hosts,
 		"Grabbed": jobs[store.JobsGrabbed], "Waiting": jobs[store.JobsWaiting], "Deferred": jobs[store.JobsDeferred],
 		"Failed": failed, "Limit": listLimit, "Live": true, "Charts": d.charts(name, s.StatsCounters),
 	})

@@ -206,3 +206,34 @@ func TestDashboard_QueuePages(t *testing.T) {
 		t.Error("/ui?after=t0497: not the last page")
 	}
 }
+
+// TestDashboard_QueueShowsWorkerHostsInTrouble: the queue page lists the
+// worker hosts its leader slows down or holds back, as recorded.
+func TestDashboard_QueueShowsWorkerHostsInTrouble(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, dialect)
+			ctx := context.Background()
+			if err := b.st.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1"}); err != nil {
+				t.Fatal(err)
+			}
+			if body := b.get(t, "/ui/queue/mail", http.StatusOK); strings.Contains(body, `id="worker-hosts"`) {
+				t.Fatal("the queue page lists worker hosts before any is recorded")
+			}
+			rate := 2.5
+			until := time.Now().Add(time.Minute)
+			err := b.st.WorkerHostsSet(ctx, &store.WorkerHostsSetParams{Queue: "mail", Node: "n1", Hosts: []*store.WorkerHost{
+				{Host: "slow.example:80", Rate: &rate, Breaker: store.BreakerClosed},
+				{Host: "dead.example:443", Breaker: store.BreakerOpen, Failures: 5, OpenUntil: &until},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := b.get(t, "/ui/queue/mail", http.StatusOK)
+			contains(t, "/ui/queue/mail", body, `id="worker-hosts"`,
+				`<td>slow.example:80</td><td class="n">2.5</td><td>closed</td>`,
+				`<td>dead.example:443</td><td class="n">–</td><td><span class="down">open</span></td><td class="n">5</td>`)
+		})
+	}
+}

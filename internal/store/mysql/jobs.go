@@ -16,7 +16,7 @@ import (
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
 	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until, " +
-	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate"
+	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
 func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
@@ -32,7 +32,7 @@ func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 	)
 	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg, &tp, &ts}, extra...)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg, &tp, &ts, &j.Deferrals}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -426,6 +426,41 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		return fmt.Errorf("retry job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return nil
+}
+
+// JobsDefer puts the jobs grabbed by p.Node back to waiting, each due at
+// NOW(6) + its delay (a CASE on the id), written by primary key.
+func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64, error) {
+	if len(p.Jobs) == 0 {
+		return 0, nil
+	}
+	var q strings.Builder
+	q.WriteString(`/* rowq:jobs.defer */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'waiting', grabbed_by = '',
+		deferrals = deferrals + ?, next_try = NOW(6) + INTERVAL (CASE id`)
+	count := 0
+	if p.Count {
+		count = 1
+	}
+	args := make([]any, 0, 3*len(p.Jobs)+2)
+	args = append(args, count)
+	for _, j := range p.Jobs {
+		q.WriteString(" WHEN ? THEN ?")
+		args = append(args, j.ID, j.Delay.Microseconds())
+	}
+	q.WriteString(` END) MICROSECOND WHERE id IN (` + sqldb.Placeholders(len(p.Jobs)) + `) AND state = 'grabbed' AND grabbed_by = ?`)
+	for _, j := range p.Jobs {
+		args = append(args, j.ID)
+	}
+	args = append(args, p.Node)
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = sqldb.Affected(s.db.ExecContext(ctx, q.String(), args...))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("defer %d jobs of node %q: %w", len(p.Jobs), p.Node, mapErr(err))
+	}
+	return n, nil
 }
 
 // JobFail moves a job grabbed by p.Node to the failure log with

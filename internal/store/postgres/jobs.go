@@ -15,7 +15,7 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
 	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals`
 
 func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	var (
@@ -28,7 +28,7 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts, &j.Deferrals)
 	if tp != nil {
 		j.Trace.Parent = *tp
 	}
@@ -236,6 +236,32 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		return fmt.Errorf("retry job %d: not grabbed by node %q: %w", p.ID, p.Node, store.ErrNotFound)
 	}
 	return nil
+}
+
+// JobsDefer puts the jobs grabbed by p.Node back to waiting, each due at
+// now() + its delay, with one statement over the arrays of ids and delays.
+func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64, error) {
+	if len(p.Jobs) == 0 {
+		return 0, nil
+	}
+	ids, secs := make([]int64, len(p.Jobs)), make([]float64, len(p.Jobs))
+	for i, j := range p.Jobs {
+		ids[i], secs[i] = j.ID, j.Delay.Seconds()
+	}
+	count := 0
+	if p.Count {
+		count = 1
+	}
+	n, err := s.exec(ctx, `/* rowq:jobs.defer */
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL,
+			next_try = now() + make_interval(secs => d.secs), deferrals = deferrals + $4
+		FROM unnest($1::bigint[], $2::float8[]) AS d(id, secs)
+		WHERE jobs.id = d.id AND jobs.state = 'grabbed' AND jobs.grabbed_by = $3`,
+		ids, secs, p.Node, count)
+	if err != nil {
+		return 0, fmt.Errorf("defer %d jobs of node %q: %w", len(p.Jobs), p.Node, mapErr(err))
+	}
+	return n, nil
 }
 
 // JobFail moves a job grabbed by p.Node to the failure log with

@@ -14,7 +14,7 @@ import (
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -28,7 +28,7 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts, &j.Deferrals)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +204,38 @@ func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 		return fmt.Errorf("retry job %d: %w", p.ID, err)
 	}
 	return nil
+}
+
+// JobsDefer puts the jobs the node holds back to waiting, each due at now
+// + its delay (a CASE on the id).
+func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64, error) {
+	if len(p.Jobs) == 0 {
+		return 0, nil
+	}
+	now := s.micros()
+	count := 0
+	if p.Count {
+		count = 1
+	}
+	var q strings.Builder
+	q.WriteString(`/* rowq:jobs.defer */ UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL,
+		deferrals = deferrals + ?, next_try = CASE id`)
+	args := make([]any, 0, 3*len(p.Jobs)+2)
+	args = append(args, count)
+	for _, j := range p.Jobs {
+		q.WriteString(" WHEN ? THEN ?")
+		args = append(args, j.ID, now+j.Delay.Microseconds())
+	}
+	q.WriteString(` END WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (` + sqldb.Placeholders(len(p.Jobs)) + `)`)
+	args = append(args, p.Node)
+	for _, j := range p.Jobs {
+		args = append(args, j.ID)
+	}
+	n, err := affected(s.w.ExecContext(ctx, q.String(), args...))
+	if err != nil {
+		return 0, fmt.Errorf("defer %d jobs of node %q: %w", len(p.Jobs), p.Node, err)
+	}
+	return n, nil
 }
 
 // JobFail moves a held job to the failure log.

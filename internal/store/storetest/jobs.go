@@ -24,6 +24,7 @@ var jobTests = []conformanceTest{
 	{"Jobs_CompleteOnlyByHolder", testJobsComplete},
 	{"Jobs_ReleaseOnlyByHolder", testJobsRelease},
 	{"Jobs_Retry", testJobsRetry},
+	{"Jobs_Defer", testJobsDefer},
 	{"Jobs_Fail", testJobsFail},
 	{"Jobs_ExtendAndRescue", testJobsExtendAndRescue},
 	{"Jobs_PushAndUniqueKey", testJobsPush},
@@ -264,6 +265,49 @@ func testJobsRetry(t *testing.T, s store.Store) {
 	got := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 1, Lease: time.Minute}))(t)
 	if len(got) != 1 || got[0].FailCount != 1 {
 		t.Fatalf("grab after retry delay = %+v", got)
+	}
+}
+
+// testJobsDefer: the holder puts jobs back, each due after its own delay,
+// fail_count unchanged; Count adds a deferral; another node's jobs and
+// waiting jobs are left alone.
+func testJobsDefer(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	ids := insert(t, s, "q", 3, 0)
+	must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 2, Lease: time.Minute}))(t)
+	jobs := []store.JobDelay{{ID: ids[0], Delay: time.Hour}, {ID: ids[1], Delay: 0}, {ID: ids[2], Delay: 0}}
+	if n := must(s.JobsDefer(ctx, &store.JobsDeferParams{Node: "n2", Jobs: jobs, Count: true}))(t); n != 0 {
+		t.Fatalf("JobsDefer by a node that holds none deferred %d", n)
+	}
+	if n := must(s.JobsDefer(ctx, &store.JobsDeferParams{Node: "n1", Jobs: jobs, Count: true}))(t); n != 2 {
+		t.Fatalf("JobsDefer deferred %d, want the 2 grabbed", n)
+	}
+	now := must(s.Now(ctx))(t)
+	for i, id := range ids {
+		j := must(s.JobGet(ctx, "q", id))(t)
+		want := 1
+		if i == 2 {
+			want = 0 // it was waiting
+		}
+		if j.State != store.StateWaiting || j.GrabbedBy != "" || j.GrabbedTil != nil || j.FailCount != 0 || j.Deferrals != want {
+			t.Fatalf("job %d after JobsDefer = %+v, want waiting, fail_count 0, deferrals %d", i, j, want)
+		}
+	}
+	if j := must(s.JobGet(ctx, "q", ids[0]))(t); j.NextTry.Sub(now) < 59*time.Minute {
+		t.Fatalf("job deferred by an hour is due at %v, now %v", j.NextTry, now)
+	}
+	got := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 10, Lease: time.Minute}))(t)
+	// The second is due again from now, after the third, which never left.
+	if want := []int64{ids[2], ids[1]}; !slices.Equal(jobIDs(got), want) {
+		t.Fatalf("grab after JobsDefer = %v, want %v (the first deferred by an hour)", jobIDs(got), want)
+	}
+	// Without Count, deferrals stay as they are.
+	must(s.JobsDefer(ctx, &store.JobsDeferParams{Node: "n1", Jobs: []store.JobDelay{{ID: ids[1]}}}))(t)
+	if j := must(s.JobGet(ctx, "q", ids[1]))(t); j.Deferrals != 1 || j.State != store.StateWaiting {
+		t.Fatalf("job held back without Count = %+v, want deferrals 1", j)
+	}
+	if n := must(s.JobsDefer(ctx, &store.JobsDeferParams{Node: "n1"}))(t); n != 0 {
+		t.Fatalf("JobsDefer of no jobs = %d", n)
 	}
 }
 
