@@ -133,6 +133,9 @@ type Dispatcher struct {
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[int64, struct{}]
+	// succeed records the successes workers report (Complete) many at a
+	// time: the queue of each job, "" for a grab that held none.
+	succeed *batch.Batcher[store.JobGrab, string]
 
 	// deliveries holds the deliveries running on this node, by job id
 	// (*delivery), so that a cancelled job's request can be aborted.
@@ -197,6 +200,9 @@ func New(cfg Config) *Dispatcher {
 		_, err := cfg.Store.JobsComplete(ctx, &store.JobsCompleteParams{Node: cfg.Node, IDs: ids})
 		return make([]struct{}, len(ids)), err
 	}, 500, ackGap)
+	d.succeed = batch.New(func(ctx context.Context, gs []store.JobGrab) ([]string, error) {
+		return cfg.Store.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: gs, Status: StatusSuccess})
+	}, 500, 0)
 	return d
 }
 
@@ -427,6 +433,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		}
 		d.hardStop()
 		d.complete.Close()
+		d.succeed.Close()
 		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := d.cfg.Store.QueuesRelease(bg, d.cfg.Node); err != nil {

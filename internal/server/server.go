@@ -216,6 +216,7 @@ func (s *Server) Start(ctx context.Context) error {
 		host = ln.Addr().String()
 	}
 	st := stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
+	peers := notify.New(s.nudges(nodeKey))
 	disp := dispatch.New(dispatch.Config{
 		Store:           s.store,
 		Logger:          s.log,
@@ -232,7 +233,7 @@ func (s *Server) Start(ctx context.Context) error {
 		RescueInterval:  cfg.RescueInterval,
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
-		Nudger:          notify.New(s.nudges(nodeKey)),
+		Nudger:          peers,
 	})
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
@@ -282,6 +283,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 		Auth:          verifier,
+		Peers:         peers,
 	})
 	var tlsConfig *tls.Config
 	if s.cert != nil {
