@@ -83,6 +83,10 @@ type puller struct {
 	// out takes the runner's one answer (nil: no job); it is sent only
 	// for a puller the runner took off the waiting list.
 	out chan []*store.Job
+	// gone: the request stopped waiting (its wait ended, or it went
+	// away), so a runner that took it answers it rather than putting it
+	// back. Guarded by pullState.mu.
+	gone bool
 }
 
 // leaseSlot is a pulled job holding a worker slot (runner.leases): the
@@ -170,10 +174,12 @@ func (r *runner) addPuller(pl *puller) bool {
 }
 
 // removePuller takes pl off the waiting list and reports whether it was
-// there; false means the runner took it and answers it.
+// there; false means the runner took it and answers it (even if it finds
+// no job: pl is gone).
 func (r *runner) removePuller(pl *puller) bool {
 	r.pull.mu.Lock()
 	defer r.pull.mu.Unlock()
+	pl.gone = true
 	for i, w := range r.pull.waiting {
 		if w == pl {
 			r.pull.waiting = append(r.pull.waiting[:i], r.pull.waiting[i+1:]...)
@@ -195,10 +201,16 @@ func (r *runner) popPuller() *puller {
 	return pl
 }
 
-// requeue puts a puller the runner took back at the front of the list.
+// requeue puts a puller the runner took, and got no job for, back at the
+// front of the list, or answers it with no job when it stopped waiting
+// meanwhile.
 func (r *runner) requeue(pl *puller) {
 	r.pull.mu.Lock()
 	defer r.pull.mu.Unlock()
+	if pl.gone {
+		pl.out <- nil
+		return
+	}
 	r.pull.waiting = append([]*puller{pl}, r.pull.waiting...)
 }
 

@@ -146,3 +146,44 @@ func TestPull_LeaseSlots(t *testing.T) {
 		t.Fatalf("after a re-count: %d slots taken, %d held; want 1 and 1", n, held)
 	}
 }
+
+// TestPull_GoneWhileItsGrabFindsNothing: a request that goes away while
+// the runner grabs for it, and finds nothing, is answered (not put back to
+// wait for a job no one will take), and leaves no puller behind.
+func TestPull_GoneWhileItsGrabFindsNothing(t *testing.T) {
+	st := dbtest.Open(t, "sqlite")
+	ctx := t.Context()
+	hg := &heldGrab{Store: st, began: make(chan struct{}, 1), release: make(chan struct{})}
+	d := New(Config{Store: hg, Node: "n1"})
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	d.lastBeat.Store(time.Now().UnixNano())
+	q, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 1000, MaxWorkers: 2, Delivery: store.DeliveryPull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.sync([]*store.Queue{q}, 0)
+	gone, leave := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Pull(gone, &PullRequest{Queue: "q", Max: 1, Wait: 20 * time.Second, Lease: time.Hour})
+		done <- err
+	}()
+	select {
+	case <-hg.began:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner did not grab for the waiting puller")
+	}
+	leave()
+	close(hg.release)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Pull = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request that went away waits on for a job")
+	}
+	if n := d.runners["q"].pullers(); n != 0 {
+		t.Fatalf("%d pullers wait after the only one went away", n)
+	}
+}
