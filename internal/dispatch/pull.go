@@ -414,17 +414,11 @@ func (r *runner) unpull(jobs []*store.Job) {
 	if len(jobs) == 0 {
 		return
 	}
-	ids := make([]int64, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	ctx, cancel := context.WithTimeout(r.d.deliverCtx, 30*time.Second)
-	defer cancel()
-	if _, err := r.d.cfg.Store.JobsRelease(ctx, &store.JobsReleaseParams{Node: r.d.cfg.Node, IDs: ids, Leased: true}); err != nil {
-		r.log.Warn("give back jobs of a lease request that went away failed; they come back when their lease runs out", "jobs", len(ids), "err", err)
+	if err := r.release(jobs, true); err != nil {
+		r.log.Warn("give back jobs of a lease request that went away failed; they come back when their lease runs out", "jobs", len(jobs), "err", err)
 		return
 	}
-	r.log.Debug("gave back jobs of a lease request that went away", "jobs", len(ids))
+	r.log.Debug("gave back jobs of a lease request that went away", "jobs", len(jobs))
 	for _, j := range jobs {
 		r.leaseEnded(store.JobGrab{ID: j.ID, Grabs: j.Grabs})
 	}

@@ -29,6 +29,54 @@ func (s *heldGrab) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*st
 	return s.Store.JobsGrab(ctx, p)
 }
 
+// goneMidGrab starts a dispatcher leading pull queue q (max_workers 2)
+// of st with the jobs given, and a puller that waits for up to 2 jobs; the
+// puller's request goes away while the runner grabs for it. It returns
+// the dispatcher, the jobs' ids and Pull's error.
+func goneMidGrab(t *testing.T, st store.Store, jobs int) (*Dispatcher, []int64, error) {
+	t.Helper()
+	ctx := t.Context()
+	hg := &heldGrab{Store: st, began: make(chan struct{}, 1), release: make(chan struct{})}
+	d := New(Config{Store: hg, Node: "n1"})
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	d.lastBeat.Store(time.Now().UnixNano())
+	q, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 1000, MaxWorkers: 2, Delivery: store.DeliveryPull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if jobs > 0 {
+		ps := make([]*store.JobInsertParams, jobs)
+		for i := range ps {
+			ps[i] = &store.JobInsertParams{Queue: "q", Category: "c"}
+		}
+		if ids, err = st.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.sync([]*store.Queue{q}, 0)
+	gone, leave := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Pull(gone, &PullRequest{Queue: "q", Max: 2, Wait: 20 * time.Second, Lease: time.Hour})
+		done <- err
+	}()
+	select {
+	case <-hg.began:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner did not grab for the waiting puller")
+	}
+	leave()
+	close(hg.release)
+	select {
+	case err := <-done:
+		return d, ids, err
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request that went away waits on for a job")
+	}
+	return nil, nil, nil
+}
+
 // TestPull_JobsOfAPullerThatWentAwayGoBack: the runner takes a waiting
 // puller and grabs for it; the puller's request goes away before the grab
 // answers. Its jobs must go back to waiting at once (not wait for their
@@ -38,34 +86,8 @@ func TestPull_JobsOfAPullerThatWentAwayGoBack(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		st := dbtest.Open(t, dialect)
 		ctx := t.Context()
-		hg := &heldGrab{Store: st, began: make(chan struct{}, 1), release: make(chan struct{})}
-		d := New(Config{Store: hg, Node: "n1"})
-		t.Cleanup(func() { d.Stop(context.Background()) })
-		d.lastBeat.Store(time.Now().UnixNano())
-		q, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 1000, MaxWorkers: 2, Delivery: store.DeliveryPull})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := st.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "c"}, {Queue: "q", Category: "c"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.sync([]*store.Queue{q}, 0)
-
-		gone, leave := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			_, err := d.Pull(gone, &PullRequest{Queue: "q", Max: 2, Wait: 20 * time.Second, Lease: time.Hour})
-			done <- err
-		}()
-		select {
-		case <-hg.began:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the runner did not grab for the waiting puller")
-		}
-		leave()
-		close(hg.release)
-		if err := <-done; !errors.Is(err, context.Canceled) {
+		d, ids, err := goneMidGrab(t, st, 2)
+		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Pull of a request that went away = %v, want context.Canceled", err)
 		}
 		for _, id := range ids {
@@ -151,37 +173,9 @@ func TestPull_LeaseSlots(t *testing.T) {
 // the runner grabs for it, and finds nothing, is answered (not put back to
 // wait for a job no one will take), and leaves no puller behind.
 func TestPull_GoneWhileItsGrabFindsNothing(t *testing.T) {
-	st := dbtest.Open(t, "sqlite")
-	ctx := t.Context()
-	hg := &heldGrab{Store: st, began: make(chan struct{}, 1), release: make(chan struct{})}
-	d := New(Config{Store: hg, Node: "n1"})
-	t.Cleanup(func() { d.Stop(context.Background()) })
-	d.lastBeat.Store(time.Now().UnixNano())
-	q, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 1000, MaxWorkers: 2, Delivery: store.DeliveryPull})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.sync([]*store.Queue{q}, 0)
-	gone, leave := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := d.Pull(gone, &PullRequest{Queue: "q", Max: 1, Wait: 20 * time.Second, Lease: time.Hour})
-		done <- err
-	}()
-	select {
-	case <-hg.began:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the runner did not grab for the waiting puller")
-	}
-	leave()
-	close(hg.release)
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Pull = %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a request that went away waits on for a job")
+	d, _, err := goneMidGrab(t, dbtest.Open(t, "sqlite"), 0)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Pull = %v, want context.Canceled", err)
 	}
 	if n := d.runners["q"].pullers(); n != 0 {
 		t.Fatalf("%d pullers wait after the only one went away", n)
