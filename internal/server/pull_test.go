@@ -348,7 +348,7 @@ func TestPull_DeadPullerLeasesComeBack(t *testing.T) {
 		for i := range 3 {
 			ids[push(t, s, "cat", map[string]any{"payload": i, "max_retries": 2, "retry_delay": 0})] = true
 		}
-		dead := lease(t, s, "q", map[string]any{"max": 3, "lease": 1})
+		dead := lease(t, s, "q", map[string]any{"max": 3, "wait": 10, "lease": 1})
 		if len(dead) != 3 {
 			t.Fatalf("leased %d, want 3", len(dead))
 		}
@@ -421,6 +421,7 @@ func TestPull_PausedQueueLeasesNothing(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		pullQueue(t, s, "q", "cat", nil)
+		waitLeads(t, 10*time.Second, s, "q", s) // so that an empty answer is the pause's
 		mustCall(t, s, "POST", "/queue/q/pause", nil)
 		id := push(t, s, "cat", map[string]any{"payload": "x"})
 		if jobs := lease(t, s, "q", map[string]any{"max": 1, "wait": 1}); len(jobs) != 0 {
