@@ -157,11 +157,14 @@ type Dispatcher struct {
 
 	startOnce, stopOnce sync.Once
 	stop                chan struct{}
-	refresh             chan struct{} // run a leadership cycle now
-	loopDone            chan struct{}
-	probeDone           chan struct{}
-	healthy             bool
-	lastBeat            atomic.Int64 // UnixNano of the last heartbeat that succeeded
+	// pullsEnded is closed by EndPulls: lease requests wait no more.
+	pullsEnded   chan struct{}
+	endPullsOnce sync.Once
+	refresh      chan struct{} // run a leadership cycle now
+	loopDone     chan struct{}
+	probeDone    chan struct{}
+	healthy      bool
+	lastBeat     atomic.Int64 // UnixNano of the last heartbeat that succeeded
 	// session is the node's database session (session.go), open since
 	// sessionSince; noSession: opening one failed, and that was logged.
 	// They belong to the leadership cycle.
@@ -191,6 +194,7 @@ func New(cfg Config) *Dispatcher {
 		retiring:   map[string]int{},
 		marks:      map[string]pauseMark{},
 		stop:       make(chan struct{}),
+		pullsEnded: make(chan struct{}),
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
 		probeDone:  make(chan struct{}),

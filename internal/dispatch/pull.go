@@ -120,6 +120,11 @@ type pullState struct {
 // not lead the queue, and ctx's error when ctx ends first (the caller went
 // away): jobs grabbed for it meanwhile go back to waiting.
 func (d *Dispatcher) Pull(ctx context.Context, p *PullRequest) ([]Pulled, error) {
+	select {
+	case <-d.pullsEnded:
+		return nil, nil // the node is stopping
+	default:
+	}
 	d.mu.Lock()
 	r := d.runners[p.Queue]
 	d.mu.Unlock()
@@ -147,6 +152,7 @@ func (d *Dispatcher) Pull(ctx context.Context, p *PullRequest) ([]Pulled, error)
 	case <-t.C:
 	case <-ctx.Done():
 	case <-r.stop:
+	case <-d.pullsEnded:
 	}
 	if !answered && !r.removePuller(pl) {
 		jobs = <-pl.out // the runner is serving it: its answer comes next
@@ -160,6 +166,14 @@ func (d *Dispatcher) Pull(ctx context.Context, p *PullRequest) ([]Pulled, error)
 		out[i] = Pulled{Job: j, Token: d.leaseToken(j.ID, j.Grabs)}
 	}
 	return out, nil
+}
+
+// EndPulls answers the lease requests that wait with what they have (no
+// job), and every later one at once: the node is stopping, and its HTTP
+// server waits for the requests in flight, which would otherwise wait out
+// their long polls. The workers ask another node. It is idempotent.
+func (d *Dispatcher) EndPulls() {
+	d.endPullsOnce.Do(func() { close(d.pullsEnded) })
 }
 
 // addPuller puts pl on the waiting list, unless the runner is stopping.

@@ -447,3 +447,42 @@ func TestPull_PausedQueueLeasesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestPull_StopEndsLongPolls: a node that stops answers its waiting lease
+// requests (no job) instead of letting its HTTP server wait out their
+// long polls.
+func TestPull_StopEndsLongPolls(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		s, err := tryNode(t, dbtest.URL(t, dialect), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pullQueue(t, s, "q", "cat", nil)
+		waitLeads(t, 10*time.Second, s, "q", s)
+		got := make(chan error, 1)
+		go func() {
+			jobs, err := tryLease(s, "q", map[string]any{"max": 1, "wait": 30})
+			if err == nil && len(jobs) != 0 {
+				err = fmt.Errorf("leased %d jobs of an empty queue", len(jobs))
+			}
+			got <- err
+		}()
+		time.Sleep(500 * time.Millisecond) // the request waits
+		began := time.Now()
+		http.DefaultClient.CloseIdleConnections()
+		if err := s.Stop(nil); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		if d := time.Since(began); d > 15*time.Second {
+			t.Fatalf("the stop took %v with a lease request waiting 30 s", d)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting lease request got no answer")
+		}
+	})
+}

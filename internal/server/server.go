@@ -294,7 +294,7 @@ func (s *Server) Start(ctx context.Context) error {
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
-	if err := s.startAll(ctx, st, history, disp, sched, enq, s.outbox, s.http, locks); err != nil {
+	if err := s.startAll(ctx, st, history, disp, sched, enq, s.outbox, s.http, pullEnder{disp}, locks); err != nil {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
@@ -468,4 +468,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan s
 		}
 	}
 	return s.Stop(hard)
+}
+
+// pullEnder ends the dispatcher's lease requests when the node stops, just
+// before the HTTP server waits for the requests in flight (it stops after
+// it): a long poll would otherwise hold the stop for its wait.
+type pullEnder struct{ d *dispatch.Dispatcher }
+
+func (pullEnder) Start(context.Context) error { return nil }
+
+func (p pullEnder) Stop(context.Context) error {
+	p.d.EndPulls()
+	return nil
 }
