@@ -157,14 +157,11 @@ type Dispatcher struct {
 
 	startOnce, stopOnce sync.Once
 	stop                chan struct{}
-	// pullsEnded is closed by EndPulls: lease requests wait no more.
-	pullsEnded   chan struct{}
-	endPullsOnce sync.Once
-	refresh      chan struct{} // run a leadership cycle now
-	loopDone     chan struct{}
-	probeDone    chan struct{}
-	healthy      bool
-	lastBeat     atomic.Int64 // UnixNano of the last heartbeat that succeeded
+	refresh             chan struct{} // run a leadership cycle now
+	loopDone            chan struct{}
+	probeDone           chan struct{}
+	healthy             bool
+	lastBeat            atomic.Int64 // UnixNano of the last heartbeat that succeeded
 	// session is the node's database session (session.go), open since
 	// sessionSince; noSession: opening one failed, and that was logged.
 	// They belong to the leadership cycle.
@@ -173,6 +170,10 @@ type Dispatcher struct {
 	noSession    bool
 
 	cluster atomic.Pointer[store.Cluster] // the live nodes as the last cycle read them
+
+	// pullsEnded is closed by EndPulls: lease requests wait no more.
+	pullsEnded   chan struct{}
+	endPullsOnce sync.Once
 }
 
 // LiveNodes returns the live nodes, with the queues each leads, as this
