@@ -486,3 +486,26 @@ func TestPull_StopEndsLongPolls(t *testing.T) {
 		}
 	})
 }
+
+// TestPull_Throttled: max_dispatches_per_second bounds the jobs leased as
+// it bounds push deliveries.
+func TestPull_Throttled(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		pullQueue(t, s, "q", "cat", map[string]any{"max_workers": 100, "max_dispatches_per_second": 5, "max_burst_size": 1})
+		waitLeads(t, 10*time.Second, s, "q", s)
+		for i := range 40 {
+			push(t, s, "cat", map[string]any{"payload": i})
+		}
+		began := time.Now()
+		leased := 0
+		for time.Since(began) < 2*time.Second {
+			leased += len(lease(t, s, "q", map[string]any{"max": 100, "wait": 1}))
+		}
+		elapsed := time.Since(began)
+		// A burst of 1, then 5 a second.
+		if most := 1 + int(5*elapsed.Seconds()) + 1; leased > most || leased < 3 {
+			t.Fatalf("leased %d jobs in %v at 5 a second (burst 1), want 3..%d", leased, elapsed, most)
+		}
+	})
+}
