@@ -12,7 +12,7 @@ import (
 )
 
 // TestClient_OutboxRejects pages through the rejects of three outbox rows
-// that name no URL.
+// whose categories route nowhere.
 func TestClient_OutboxRejects(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {
@@ -38,7 +38,8 @@ func TestClient_OutboxRejects(t *testing.T) {
 				}
 				return keys, p.NextCursor, nil
 			})
-			if want := "[a=url: required b=url: required c=url: required]"; fmt.Sprint(got) != want || pages != 2 {
+			want := `[a=category: no routing for category "a" and no default queue b=category: no routing for category "b" and no default queue c=category: no routing for category "c" and no default queue]`
+			if fmt.Sprint(got) != want || pages != 2 {
 				t.Errorf("rejects = %v in %d pages, want %s in 2", got, pages, want)
 			}
 		})

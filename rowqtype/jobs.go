@@ -9,7 +9,7 @@ import (
 // Durations are seconds; a nil field takes the server's default (0, and
 // retry_backoff "fixed").
 type JobRequest struct {
-	URL        string          `json:"url"`               // the worker's URL, http or https (required)
+	URL        string          `json:"url"`               // the worker's URL, http or https (required but for a pull queue's jobs)
 	Payload    json.RawMessage `json:"payload,omitempty"` // the body sent to the worker; null or absent for none
 	RunAfter   *int            `json:"run_after,omitempty"`
 	MaxRetries *int            `json:"max_retries,omitempty"`

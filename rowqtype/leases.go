@@ -1,6 +1,9 @@
 package rowqtype
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // JobHeartbeat is the body of POST /job/{id}/heartbeat: a worker that
 // accepted the job renews its lease.
@@ -58,4 +61,38 @@ const (
 type LeaseConflict struct {
 	Error  string `json:"error"`
 	Reason string `json:"reason"` // LeaseLost, LeaseCompleted or LeaseCancelled
+}
+
+// LeaseRequest is the body of POST /queue/{name}/lease: a pull worker's
+// request for jobs. A nil field takes its default.
+type LeaseRequest struct {
+	// Max bounds the jobs leased: 1..100 (1).
+	Max *int `json:"max,omitempty"`
+	// Wait is how long to wait for a first job, in seconds: 0..30 (0).
+	Wait *float64 `json:"wait,omitempty"`
+	// Lease is how long the jobs are leased, in seconds: 1..86400 (60).
+	Lease *float64 `json:"lease,omitempty"`
+}
+
+// LeasedJob is a job leased to a pull worker, which renews its lease
+// (POST /job/{id}/heartbeat) and completes it (POST /job/{id}/complete)
+// with its lease token.
+type LeasedJob struct {
+	ID             int64           `json:"id"`
+	QueueName      string          `json:"queue_name"`
+	Category       string          `json:"category"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	Attempt        int             `json:"attempt"` // 1 for the first delivery
+	MaxRetries     int             `json:"max_retries"`
+	Timeout        int             `json:"timeout"` // seconds the job's creator gave it, 0 for none
+	Priority       int             `json:"priority"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LeaseToken     string          `json:"lease_token"`
+	LeaseExpiresAt time.Time       `json:"lease_expires_at"`
+}
+
+// LeasedJobs is the answer to POST /queue/{name}/lease: the jobs leased,
+// none when the wait ended first.
+type LeasedJobs struct {
+	Jobs []LeasedJob `json:"jobs"`
 }

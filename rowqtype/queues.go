@@ -13,6 +13,9 @@ type Queue struct {
 	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
 	// Paused queues accept jobs but dispatch none.
 	Paused bool `json:"paused"`
+	// Delivery is "push" (jobs are POSTed to their url) or "pull"
+	// (workers lease them: POST /queue/{name}/lease).
+	Delivery string `json:"delivery"`
 	// WorkerHosts are, in the answer of GET /queue/{name} only, the worker
 	// hosts the queue's leader slows down or holds back; nil when none.
 	WorkerHosts []*WorkerHost `json:"worker_hosts,omitempty"`
@@ -44,6 +47,8 @@ type QueueRequest struct {
 	MaxDispatchesPerSecond *float64 `json:"max_dispatches_per_second,omitempty"`
 	MaxBurstSize           *int     `json:"max_burst_size,omitempty"`
 	Paused                 *bool    `json:"paused,omitempty"`
+	// Delivery is "push" (the default) or "pull".
+	Delivery *string `json:"delivery,omitempty"`
 }
 
 // Node is the rowq node dispatching a queue (GET /queue/{name}/node).
@@ -79,6 +84,15 @@ type WakeRequest struct {
 	// Cancel names a job of the queue that was cancelled: the node aborts
 	// its delivery if it runs there.
 	Cancel int64 `json:"cancel,omitempty"`
+	// Finished names grabs of the queue's jobs whose lease ended on the
+	// sending node: the worker slots of pulled jobs come free.
+	Finished []LeaseEnd `json:"finished,omitempty"`
+}
+
+// LeaseEnd names one grab of a job whose lease ended (WakeRequest).
+type LeaseEnd struct {
+	ID    int64 `json:"id"`
+	Grabs int   `json:"grabs"`
 }
 
 // WakeResult is the answer of POST /queue/{name}/wake: Woken tells

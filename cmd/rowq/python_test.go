@@ -33,8 +33,8 @@ func TestPythonClient(t *testing.T) {
 		p := serve(t, t.TempDir(), testEnv(dbURL)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		// Two outbox rows without a URL, for tests/test_outbox.py: both
-		// become rejects.
+		// Two outbox rows without a URL of a category that routes nowhere,
+		// for tests/test_outbox.py: both become rejects.
 		st := dbtest.OpenURL(t, dbURL)
 		payload := `{"n": 1}`
 		if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "py-outbox", Payload: &payload}, {Category: "py-outbox", Payload: &payload}}); err != nil {

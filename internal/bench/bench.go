@@ -1,9 +1,9 @@
 // Package bench drives a rowq server as clients would and measures it: it
-// runs its own loopback worker, enqueues jobs over HTTP from concurrent
-// clients (one job per request, POST /jobs batches, or a fixed offered
-// rate), or pre-fills a backlog and lets it drain, and reports enqueue and
-// end-to-end rates, enqueue→worker latency percentiles, and the jobs lost or
-// delivered twice.
+// runs its own loopback worker (or, for a pull queue, its own pullers),
+// enqueues jobs over HTTP from concurrent clients (one job per request,
+// POST /jobs batches, or a fixed offered rate), or pre-fills a backlog and
+// lets it drain, and reports enqueue and end-to-end rates, enqueue→worker
+// latency percentiles, and the jobs lost or delivered twice.
 package bench
 
 import (
@@ -54,6 +54,12 @@ type Options struct {
 	// transaction's commit to the worker.
 	Outbox     bool
 	OutboxRows int
+	// Pull, when true, makes the queue a pull queue and works it with
+	// Pullers workers, each leasing up to PullMax jobs a request and
+	// completing each; the jobs are enqueued as in the default mode.
+	Pull    bool
+	Pullers int
+	PullMax int
 	// Settle is how long to wait after the last delivery for duplicates.
 	Settle time.Duration
 	// Timeout bounds the wait for all deliveries.
@@ -133,13 +139,22 @@ var success = []byte(`{"status":"success"}`)
 
 func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	now := time.Now().UnixNano()
+	body, _ := io.ReadAll(r.Body)
+	if !w.receive(body, now) {
+		rw.Write([]byte(`{"status":"permanent-failure","message":"bad bench payload"}`))
+		return
+	}
+	rw.Write(success)
+}
+
+// receive counts the delivery at now of the job whose payload is body,
+// and reports whether the payload was the bench's.
+func (w *worker) receive(body []byte, now int64) bool {
 	var p struct {
 		Seq int `json:"seq"`
 	}
-	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &p); err != nil || p.Seq < 0 || p.Seq >= len(w.count) {
-		rw.Write([]byte(`{"status":"permanent-failure","message":"bad bench payload"}`))
-		return
+		return false
 	}
 	if w.count[p.Seq].Add(1) == 1 {
 		w.latency[p.Seq].Store(now - w.sent[p.Seq].Load())
@@ -149,7 +164,7 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			w.doneOnce.Do(func() { close(w.done) })
 		}
 	}
-	rw.Write(success)
+	return true
 }
 
 // client is the bench's HTTP client of the rowq API.
@@ -218,8 +233,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer ws.Close()
 	workerURL := "http://" + ln.Addr().String() + "/work"
 
+	conns := o.Clients*2 + 2
+	if o.Pull {
+		workerURL = "" // a pull queue's jobs need none
+		conns += o.Pullers * (pullCompleters + 1)
+	}
 	c := &client{
-		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients*2 + 2, MaxIdleConns: o.Clients*2 + 2}},
+		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxIdleConns: conns}},
 		server: o.Server,
 		token:  o.Token,
 	}
@@ -235,7 +255,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	} else {
-		if start, err = enqueue(ctx, o, c, w, category, workerURL, res); err != nil {
+		var stop func()
+		if o.Pull {
+			stop = pull(o, c, w)
+		}
+		start, err = enqueue(ctx, o, c, w, category, workerURL, res)
+		if stop != nil {
+			defer stop()
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -292,7 +320,11 @@ wait:
 // queue, and enqueues the jobs from o.Clients clients. It returns when the
 // first enqueue began.
 func enqueue(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
-	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
+	q := &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}
+	if o.Pull {
+		q.Delivery = new(store.DeliveryPull)
+	}
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, q); err != nil {
 		return time.Time{}, err
 	}
 	if err := c.json(ctx, "PUT", "/routing/"+category, &rowqtype.RoutingRequest{QueueName: o.Queue}); err != nil {
@@ -385,11 +417,14 @@ func jobBody(b []byte, url string, seq int) []byte {
 	return append(jobFields(b, url, seq), '}')
 }
 
-// jobFields appends a job's url and payload fields.
+// jobFields appends a job's url (none when "") and payload fields.
 func jobFields(b []byte, url string, seq int) []byte {
-	b = append(b, `"url":`...)
-	b = strconv.AppendQuote(b, url)
-	b = append(b, `,"payload":{"seq":`...)
+	if url != "" {
+		b = append(b, `"url":`...)
+		b = strconv.AppendQuote(b, url)
+		b = append(b, ',')
+	}
+	b = append(b, `"payload":{"seq":`...)
 	b = strconv.AppendInt(b, int64(seq), 10)
 	return append(b, '}')
 }
@@ -581,10 +616,75 @@ func (o Options) Label() string {
 		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, %.0f rows/s offered, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.Rate, o.MaxWorkers)
 	case o.Outbox:
 		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.MaxWorkers)
+	case o.Pull:
+		return fmt.Sprintf("pull: %d jobs, %d clients enqueueing, %d pullers leasing up to %d jobs a request, max_workers %d", o.Jobs, o.Clients, o.Pullers, o.PullMax, o.MaxWorkers)
 	case o.Rate > 0:
 		mode = strconv.FormatFloat(o.Rate, 'f', 0, 64) + " jobs/s offered"
 	case o.Batch > 0:
 		mode = fmt.Sprintf("max rate, POST /jobs with %d jobs a request", o.Batch)
 	}
 	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s", o.Jobs, o.Clients, o.MaxWorkers, mode)
+}
+
+// pullCompleters bounds the completions a puller sends at once: a worker
+// that leases a batch works its jobs side by side, and so the server gets
+// concurrent completions, which it writes many to a transaction.
+const pullCompleters = 32
+
+// pull starts o.Pullers pullers of queue o.Queue: each leases up to
+// o.PullMax jobs a request (waiting up to a second), counts each job as
+// the worker counts a delivery, and completes them, pullCompleters at a
+// time, before it asks again. The returned function stops them and waits
+// until they have.
+func pull(o Options, c *client, w *worker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	body := []byte(fmt.Sprintf(`{"max":%d,"wait":1,"lease":60}`, max(o.PullMax, 1)))
+	var failed atomic.Int64
+	report := func(err error) {
+		if ctx.Err() == nil && failed.Add(1) == 1 {
+			fmt.Fprintf(os.Stderr, "rowq bench: first puller error: %v\n", err)
+		}
+	}
+	for range max(o.Pullers, 1) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				// Only what the puller needs of rowqtype.LeasedJobs.
+				var out struct {
+					Jobs []struct {
+						ID         int64           `json:"id"`
+						Payload    json.RawMessage `json:"payload"`
+						LeaseToken string          `json:"lease_token"`
+					} `json:"jobs"`
+				}
+				if err := c.call(ctx, "POST", "/queue/"+o.Queue+"/lease", body, &out); err != nil {
+					report(err)
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				now := time.Now().UnixNano()
+				for _, j := range out.Jobs {
+					w.receive(j.Payload, now)
+				}
+				var next atomic.Int64
+				var cw sync.WaitGroup
+				for range min(len(out.Jobs), pullCompleters) {
+					cw.Go(func() {
+						var done []byte
+						for i := int(next.Add(1)) - 1; i < len(out.Jobs); i = int(next.Add(1)) - 1 {
+							j := out.Jobs[i]
+							done = append(done[:0], `{"status":"success","lease_token":`...)
+							done = strconv.AppendQuote(done, j.LeaseToken)
+							done = append(done, '}')
+							if err := c.call(ctx, "POST", "/job/"+strconv.FormatInt(j.ID, 10)+"/complete", done, nil); err != nil {
+								report(err)
+							}
+						}
+					})
+				}
+				cw.Wait()
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
 }

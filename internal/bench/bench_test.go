@@ -33,6 +33,7 @@ func TestRun_Modes(t *testing.T) {
 				{"OneJobPerRequest", bench.Options{Jobs: 100, Clients: 4}},
 				{"OfferedRate", bench.Options{Jobs: 50, Clients: 2, Rate: 200}},
 				{"Backlog", bench.Options{Jobs: 1500, Backlog: true, DatabaseURL: dbURL}},
+				{"Pull", bench.Options{Jobs: 300, Clients: 2, Batch: 10, Pull: true, Pullers: 3, PullMax: 20}},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					o := tc.o

@@ -38,12 +38,15 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Token, "token", os.Getenv("ROWQ_TOKEN"), "API token to send to --server (env ROWQ_TOKEN)")
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
-	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue")
+	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue (with --pull: --pullers × --pull-max unless given)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
 	fs.IntVar(&o.Batch, "batch", 0, "enqueue with POST /jobs, this many jobs a request; 0 = POST /job/{category}, one job a request")
 	backlog := fs.Int("backlog", 0, "write this many jobs into the database before their queue exists, then create it and measure the drain (needs --database-url, also with --server)")
 	fs.BoolVar(&o.Outbox, "outbox", false, "write the jobs as rows of the transactional outbox (rowq_outbox) from --clients concurrent transactions, and measure rows moved/s and commit→worker latency (needs --database-url with --server)")
 	fs.IntVar(&o.OutboxRows, "outbox-rows", 1, "rows per outbox transaction, with --outbox")
+	fs.BoolVar(&o.Pull, "pull", false, "make the bench queue a pull queue and work it with --pullers pullers (POST /queue/{name}/lease, then a completion per job) instead of a worker")
+	fs.IntVar(&o.Pullers, "pullers", 16, "concurrent pullers, with --pull")
+	fs.IntVar(&o.PullMax, "pull-max", 100, "jobs a lease request asks for, 1..100, with --pull")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,6 +56,23 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backlog < 0 || o.Batch < 0 {
 		return fmt.Errorf("backlog, batch: must not be negative")
+	}
+	if o.Pull {
+		maxSet := false
+		fs.Visit(func(f *flag.Flag) { maxSet = maxSet || f.Name == "max-workers" })
+		if !maxSet {
+			// Room for every puller's full ask: max_workers bounds the
+			// leased jobs of a pull queue.
+			o.MaxWorkers = o.Pullers * o.PullMax
+		}
+		switch {
+		case *backlog > 0 || o.Outbox:
+			return fmt.Errorf("pull: not with --backlog or --outbox")
+		case o.Pullers < 1:
+			return fmt.Errorf("pullers: must be at least 1")
+		case o.PullMax < 1 || o.PullMax > 100:
+			return fmt.Errorf("pull-max: must be 1..100")
+		}
 	}
 	if o.Outbox {
 		if *backlog > 0 || o.Batch > 0 {

@@ -31,6 +31,7 @@ var commands = []command{
 	{"serve", "[flags]", "run a node: HTTP API and dispatcher (rowq serve -h lists flags)", serveCmd},
 	{"migrate", "[flags]", "apply the database schema and exit", migrateCmd},
 	{"echo-worker", "[flags]", "a worker for trying rowq out: prints jobs, answers success", echoWorker},
+	{"worker", "--queue Q -- CMD", "work a pull queue: run CMD for each job (rowq worker -h)", workerCmd},
 	{"bench", "[flags]", "measure throughput and latency (rowq bench -h lists flags)", benchCmd},
 	{"chaos", "[flags]", "kill, stop and starve nodes under load; count lost and doubled jobs (rowq chaos -h)", chaosCmd},
 	{"queue", "VERB", "queues on a server: ls get put rm pause resume node nodes stats", queueCmd},

@@ -2,20 +2,26 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/signing"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 func testSecret(fill byte) string {
@@ -167,6 +173,126 @@ func TestSigningSecret_BadAtStart(t *testing.T) {
 		flag := strings.TrimPrefix(args[1], "--")
 		if code == 0 || !strings.Contains(errb.String(), flag+":") {
 			t.Errorf("rowq %s: exit %d, stderr %q; want a failure naming %s", strings.Join(args, " "), code, errb.String(), flag)
+		}
+	}
+}
+
+// TestWorkerCmd_RunsACommandPerJob runs rowq worker with a shell script
+// as its command against a live server: the script reads the payload on
+// stdin and the job in its environment; exit 0 completes the job, 75
+// retries it, anything else fails it for good with stderr's tail as the
+// message. When its context ends (SIGTERM), the worker stops pulling and
+// waits for the command running, whose job is completed.
+func TestWorkerCmd_RunsACommandPerJob(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		srv := startServerOn(t, dbtest.URL(t, dialect), nil)
+		c := client.New(srv, nil)
+		ctx := t.Context()
+		if _, err := c.PutQueue(ctx, "q", &rowqtype.QueueRequest{Delivery: new("pull"), MaxWorkers: new(4)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutRouting(ctx, "cat", "q"); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		script := filepath.Join(dir, "work.sh")
+		os.WriteFile(script, []byte(`#!/bin/sh
+payload=$(cat)
+echo "job $ROWQ_JOB_ID attempt $ROWQ_ATTEMPT queue $ROWQ_QUEUE category $ROWQ_CATEGORY payload $payload"
+case "$payload" in
+retry) if [ "$ROWQ_ATTEMPT" = 1 ]; then echo "not yet" >&2; exit 75; fi ;;
+bad) head -c 3000 /dev/zero | tr '\0' x >&2; echo " went wrong" >&2; exit 3 ;;
+slow) touch "$1/slow-started"; sleep 2 ;;
+esac
+exit 0
+`), 0o755)
+		ids := map[string]int64{}
+		for _, p := range []string{`"ok"`, `"retry"`, `"bad"`, `{"n":1}`} {
+			j, err := c.PushJob(ctx, "cat", &rowqtype.JobRequest{Payload: json.RawMessage(p), MaxRetries: new(2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[p] = j.ID
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		var out, errb lockedBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- work(runCtx, []string{"--server", srv, "--queue", "q", "--concurrency", "3", "--lease", "5", "--", script, dir}, &out, &errb)
+		}()
+		stats := func() *rowqtype.QueueStats {
+			s, err := c.QueueStats(ctx, "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		testworker.WaitFor(t, 60*time.Second, "3 successes, 2 failures (one permanent)", func() bool {
+			s := stats()
+			return s.TotalSuccesses == 3 && s.TotalFailures == 2 && s.TotalPermanentFailures == 1
+		})
+		for _, want := range []string{
+			fmt.Sprintf("job %d attempt 1 queue q category cat payload ok\n", ids[`"ok"`]),
+			fmt.Sprintf("job %d attempt 2 queue q category cat payload retry\n", ids[`"retry"`]),
+			fmt.Sprintf("job %d attempt 1 queue q category cat payload {\"n\":1}\n", ids[`{"n":1}`]),
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the command's output lacks %q:\n%s", want, out.String())
+			}
+		}
+		page, err := c.FailedJobs(ctx, "q", nil)
+		if err != nil || len(page.FailedJobs) != 1 {
+			t.Fatalf("failure log = %+v, %v; want the bad job", page, err)
+		}
+		if f := page.FailedJobs[0]; f.JobID != ids[`"bad"`] || !strings.HasSuffix(f.Result.Message, "x went wrong") || len(f.Result.Message) > stderrTail {
+			t.Fatalf("failed job = %+v, want the tail of its stderr (at most %d bytes)", f, stderrTail)
+		}
+
+		// SIGTERM while a command runs: it finishes, and its job is done.
+		slow, err := c.PushJob(ctx, "cat", &rowqtype.JobRequest{Payload: json.RawMessage(`"slow"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testworker.WaitFor(t, 30*time.Second, "the slow command started", func() bool {
+			_, err := os.Stat(filepath.Join(dir, "slow-started"))
+			return err == nil
+		})
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("rowq worker = %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("rowq worker did not stop")
+		}
+		if _, err := c.Job(ctx, "q", slow.ID); !client.IsNotFound(err) {
+			t.Fatalf("the job whose command ran at the stop: %v, want it completed", err)
+		}
+		if s := stats(); s.TotalSuccesses != 4 {
+			t.Fatalf("successes %d after the stop, want 4", s.TotalSuccesses)
+		}
+	})
+}
+
+// TestWorkerCmd_BadFlags: the flags are checked before anything runs.
+func TestWorkerCmd_BadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--", "true"}, "--queue: required"},
+		{[]string{"--queue", "q", "--concurrency", "0", "--", "true"}, "--concurrency:"},
+		{[]string{"--queue", "q", "--lease", "0.5", "--", "true"}, "--lease:"},
+		{[]string{"--queue", "q"}, "a command to run is required"},
+	} {
+		var out, errb bytes.Buffer
+		err := work(t.Context(), tc.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("rowq worker %v = %v, want an error with %q", tc.args, err, tc.want)
 		}
 	}
 }

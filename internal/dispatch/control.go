@@ -6,6 +6,8 @@ package dispatch
 // settings changed (Changed, SetPaused), and reserve worker slots for jobs
 // they insert already grabbed (Reserve, handoff.go).
 
+import "github.com/rowq/rowq/internal/store"
+
 // Nudger reaches the leader of a queue on another node (internal/notify).
 type Nudger interface {
 	// Wake tells the queue's leader on another node that a job is due now.
@@ -16,6 +18,9 @@ type Nudger interface {
 	// Cancel tells the queue's leader on another node that a job was
 	// cancelled: it aborts the job's delivery if it runs there.
 	Cancel(queue string, id int64)
+	// Finished tells the queue's leader on another node that the lease of
+	// a job's grab ended: the worker slot of a pulled job comes free.
+	Finished(queue string, g store.JobGrab)
 }
 
 // Wake tells the leader of queue that a job of the queue is due now

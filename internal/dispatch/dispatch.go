@@ -144,6 +144,9 @@ type Dispatcher struct {
 	complete   *batch.Batcher[int64, struct{}]
 	// holds puts back the jobs held back for their worker host (flow.go).
 	holds *batch.Batcher[store.JobDelay, struct{}]
+	// succeed records the successes workers report (Complete) many at a
+	// time: the queue of each job, "" for a grab that held none.
+	succeed *batch.Batcher[store.JobGrab, string]
 
 	// deliveries holds the deliveries running on this node, by job id
 	// (*delivery), so that a cancelled job's request can be aborted.
@@ -188,6 +191,10 @@ type Dispatcher struct {
 	led                   []*store.Queue
 	ledPauses             uint64
 	moving                bool
+
+	// pullsEnded is closed by EndPulls: lease requests wait no more.
+	pullsEnded   chan struct{}
+	endPullsOnce sync.Once
 }
 
 // LiveNodes returns the live nodes, with the queues each leads, as this
@@ -209,6 +216,7 @@ func New(cfg Config) *Dispatcher {
 		retiring:   map[string]int{},
 		marks:      map[string]pauseMark{},
 		stop:       make(chan struct{}),
+		pullsEnded: make(chan struct{}),
 		refresh:    make(chan struct{}, 1),
 		loopDone:   make(chan struct{}),
 		probeDone:  make(chan struct{}),
@@ -222,6 +230,9 @@ func New(cfg Config) *Dispatcher {
 	d.holds = batch.New(func(ctx context.Context, jobs []store.JobDelay) ([]struct{}, error) {
 		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})
 		return make([]struct{}, len(jobs)), err
+	}, 500, 0)
+	d.succeed = batch.New(func(ctx context.Context, gs []store.JobGrab) ([]string, error) {
+		return cfg.Store.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: gs, Status: StatusSuccess})
 	}, 500, 0)
 	return d
 }
@@ -548,6 +559,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		d.hardStop()
 		d.complete.Close()
 		d.holds.Close()
+		d.succeed.Close()
 		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := d.cfg.Store.QueuesRelease(bg, d.cfg.Node); err != nil {

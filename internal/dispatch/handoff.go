@@ -70,9 +70,10 @@ func (r *runner) markBacklog() {
 func (r *runner) reserve() bool {
 	r.ho.mu.Lock()
 	defer r.ho.mu.Unlock()
-	if q := r.settings.Load(); !r.ho.idle || r.stopped() || q.Paused || q.MaxDispatchesPerSecond != nil {
+	if q := r.settings.Load(); !r.ho.idle || r.stopped() || q.Paused || q.MaxDispatchesPerSecond != nil || q.Pull() {
 		// A paused queue dispatches nothing, and a throttled one only as
-		// its token bucket allows, which only the grab loop keeps.
+		// its token bucket allows, which only the grab loop keeps; a pull
+		// queue's jobs wait for a puller.
 		return false
 	}
 	if r.takeSlots(1) == 0 {

@@ -202,19 +202,29 @@ func (d *Dispatcher) Complete(ctx context.Context, c *Completion) error {
 	if err != nil {
 		return err
 	}
-	p := &store.JobFinishParams{ID: c.ID, Grabs: grabs, Outcome: store.FinishDelete, Status: c.Status, Message: truncate(c.Message)}
-	outcome := stats.Success
-	if c.Status != StatusSuccess {
-		// The job's settings decide between a retry and the failure log.
-		j, err := d.cfg.Store.JobHeld(ctx, c.ID, grabs)
-		if errors.Is(err, store.ErrNotFound) {
-			return d.whyNotHeld(ctx, c.ID, grabs, c.Status)
-		}
+	if c.Status == StatusSuccess {
+		// Successes, the most common result, go many to a transaction.
+		queue, err := d.succeed.Do(ctx, store.JobGrab{ID: c.ID, Grabs: grabs})
 		if err != nil {
 			return err
 		}
-		outcome = d.failOutcome(p, j, c.Status, c.RetryAfter)
+		if queue == "" {
+			return d.whyNotHeld(ctx, c.ID, grabs, c.Status)
+		}
+		d.cfg.Stats.Delivered(queue, stats.Success, 0)
+		d.leaseEnded(queue, store.JobGrab{ID: c.ID, Grabs: grabs})
+		return nil
 	}
+	// The job's settings decide between a retry and the failure log.
+	p := &store.JobFinishParams{ID: c.ID, Grabs: grabs, Status: c.Status, Message: truncate(c.Message)}
+	j, err := d.cfg.Store.JobHeld(ctx, c.ID, grabs)
+	if errors.Is(err, store.ErrNotFound) {
+		return d.whyNotHeld(ctx, c.ID, grabs, c.Status)
+	}
+	if err != nil {
+		return err
+	}
+	outcome := d.failOutcome(p, j, c.Status, c.RetryAfter)
 	queue, err := d.cfg.Store.JobFinish(ctx, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return d.whyNotHeld(ctx, c.ID, grabs, c.Status)
@@ -223,6 +233,7 @@ func (d *Dispatcher) Complete(ctx context.Context, c *Completion) error {
 		return err
 	}
 	d.cfg.Stats.Delivered(queue, outcome, 0)
+	d.leaseEnded(queue, store.JobGrab{ID: c.ID, Grabs: grabs})
 	if p.Outcome == store.FinishRetry {
 		d.Later(queue)
 	}
@@ -301,6 +312,7 @@ func (r *runner) expireLeases() {
 		}
 		r.log.Info("lease expired", "job_id", j.ID, "fail_count", j.FailCount+1, "retry", p.Outcome == store.FinishRetry)
 		d.cfg.Stats.Delivered(r.name, outcome, 0)
+		r.leaseEnded(store.JobGrab{ID: j.ID, Grabs: j.Grabs})
 		retried = retried || p.Outcome == store.FinishRetry
 	}
 	if retried {
@@ -317,20 +329,22 @@ type delivery struct {
 // cancelled.
 var errCancelled = errors.New("job cancelled")
 
-// JobCancelled tells that a job of queue was cancelled (the cancel has
-// committed, and removed the job): it is counted, and if a node held it
-// (node, the job's grabbed_by while its delivery may run), that delivery
-// is aborted: here, or through a nudge to the queue's leader, which is the
-// node that delivers the queue's jobs but for the moments after a change
-// of leadership.
-func (d *Dispatcher) JobCancelled(queue string, id int64, node string) {
-	d.cfg.Stats.Cancelled(queue)
+// JobCancelled tells that job j was cancelled (the cancel has committed,
+// and removed it; j is the job as it was): it is counted; if a node held
+// it (grabbed: its grabbed_by), that delivery is aborted, here or through
+// a nudge to the queue's leader, which is the node that delivers the
+// queue's jobs but for the moments after a change of leadership; if it was
+// leased to a puller, its worker slot comes free.
+func (d *Dispatcher) JobCancelled(j *store.Job) {
+	d.cfg.Stats.Cancelled(j.Queue)
 	switch {
-	case node == "":
-	case node == d.cfg.Node:
-		d.Abort(id)
+	case j.State == store.StateLeased:
+		d.leaseEnded(j.Queue, store.JobGrab{ID: j.ID, Grabs: j.Grabs})
+	case j.State != store.StateGrabbed:
+	case j.GrabbedBy == d.cfg.Node:
+		d.Abort(j.ID)
 	case d.cfg.Nudger != nil:
-		d.cfg.Nudger.Cancel(queue, id)
+		d.cfg.Nudger.Cancel(j.Queue, j.ID)
 	}
 }
 

@@ -101,7 +101,9 @@ func (p *prober) once(now time.Time) time.Duration {
 		}
 		// A runner woken for a time that the database does not see come yet
 		// finds nothing, and has its queue looked at again when it parks.
-		if at := r.dueAt.Load(); at != 0 && at <= ns && r.dueAt.CompareAndSwap(at, 0) {
+		// A pull queue grabs only for a waiting lease request, which wakes
+		// it itself: its due jobs wake nobody.
+		if at := r.dueAt.Load(); at != 0 && at <= ns && !r.idlePuller() && r.dueAt.CompareAndSwap(at, 0) {
 			r.unknown.Store(true)
 			r.nudge()
 		}
@@ -200,7 +202,7 @@ func (p *prober) look(runners []*runner) {
 		if q.Expiry <= 0 {
 			r.rescueNow.Store(true)
 		}
-		if q.Job <= 0 || q.Expiry <= 0 {
+		if q.Expiry <= 0 || q.Job <= 0 && !r.idlePuller() {
 			r.dueAt.Store(0)
 			r.nudge()
 		}
@@ -231,6 +233,12 @@ func (p *prober) look(runners []*runner) {
 			r.nudge()
 		}
 	}
+}
+
+// idlePuller reports whether r serves a pull queue and no lease request
+// waits: its due jobs are for later requests.
+func (r *runner) idlePuller() bool {
+	return r.settings.Load().Pull() && r.pullers() == 0
 }
 
 // at returns the UnixNano of now + in, or 0 for Never.

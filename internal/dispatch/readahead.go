@@ -79,18 +79,25 @@ func (r *runner) giveBack() {
 	if len(jobs) == 0 {
 		return
 	}
-	ids := make([]int64, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	// Bounded by the hard stop too: a stop must not wait for a database
-	// that is away; the jobs are then delivered once their grab expires.
-	ctx, cancel := context.WithTimeout(r.d.deliverCtx, 30*time.Second)
-	defer cancel()
-	if _, err := r.d.cfg.Store.JobsRelease(ctx, &store.JobsReleaseParams{Node: r.d.cfg.Node, IDs: ids}); err != nil {
+	if err := r.release(jobs, false); err != nil {
 		// They are delivered once their grab expires.
 		r.storeErr("give back read-ahead jobs", err)
 		return
 	}
 	r.markBacklog()
+}
+
+// release puts jobs this node grabbed (leased: grabbed leased for a
+// puller) back to waiting as they were. It is bounded by the hard stop
+// too: a stop must not wait for a database that is away; the jobs then
+// come back when their grab, or lease, runs out.
+func (r *runner) release(jobs []*store.Job, leased bool) error {
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	ctx, cancel := context.WithTimeout(r.d.deliverCtx, 30*time.Second)
+	defer cancel()
+	_, err := r.d.cfg.Store.JobsRelease(ctx, &store.JobsReleaseParams{Node: r.d.cfg.Node, IDs: ids, Leased: leased})
+	return err
 }

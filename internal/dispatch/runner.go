@@ -49,6 +49,7 @@ type runner struct {
 	rescueNow atomic.Bool
 	ahead     readAhead
 	acking    atomic.Int64 // deliveries waiting for their acknowledgement
+	pull      pullState    // a pull queue's pullers and leases (pull.go)
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -155,81 +156,117 @@ func (r *runner) run() {
 		q := r.settings.Load()
 		// hold: paused, or the node is stale (Dispatcher.fresh).
 		hold := q.Paused || !r.d.fresh()
-		if (hold || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
-			// Paused, stale (the jobs may be another node's by now), or
-			// throttled since the read-ahead was grabbed: only grabs take
-			// tokens from the bucket.
-			r.giveBack()
-		}
-		free := int64(q.MaxWorkers) - r.inflight.Load()
-		if free > 0 && !hold && r.ahead.len() > 0 {
-			// Deliveries ended and found the read-ahead empty before this
-			// grab refilled it: start its jobs in their slots.
-			n := int(r.takeSlots(free))
-			jobs := r.ahead.take(n)
-			r.releaseSlots(int64(n - len(jobs)))
-			r.start(jobs)
-			free -= int64(len(jobs))
-		}
+		var free int64
 		wait := time.Duration(q.PollingInterval) * time.Millisecond
-		if !hold && look {
-			tb := r.throttle(q, now)
-			// While draining a backlog, grab ahead of the free slots
-			// (readahead.go); refill once half the read-ahead is gone.
-			ahead, have := 0, r.ahead.len()
-			if full && tb == nil {
-				ahead = min(int(q.MaxWorkers), cfg.BatchSize)
+		if q.Pull() {
+			if r.ahead.len() > 0 {
+				r.giveBack() // read ahead while it was a push queue
 			}
-			slots := int(max(free, 0))
-			n := min(slots+ahead-have, cfg.BatchSize)
-			if tb != nil {
-				n = min(n, tb.available(now))
-			}
+			again, throttled, err := r.pullTurn(q, now, hold)
 			switch {
-			case slots > 0 && n <= 0 && tb != nil:
-				// Throttled: wait for the next token (or the poll).
-				wait = min(wait, tb.untilNext(now))
-			case n <= 0 || have > ahead/2:
-				// No free slot, and the read-ahead is full enough.
+			case err != nil:
+				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+				r.storeErr("grab jobs for a lease request", err)
+			case again:
+				backoff = 0
+				r.storeOK()
+				continue // more may be due, and pullers wait
 			default:
-				gen, idle := r.grabStart()
-				mine := min(n, slots) // the jobs to start now, in free slots
-				if idle && mine > 0 {
-					// No due backlog is known, so this grab is a poll or
-					// follows a wake-up and will find few jobs: leave half
-					// the free slots to the hand-offs that arrive while it
-					// runs. Taking them all would send those jobs waiting,
-					// each waking the runner for another such grab.
-					n -= mine - max(1, mine/2)
-					mine = max(1, mine/2)
+				backoff = 0
+				r.storeOK()
+			}
+			if throttled > 0 {
+				wait = min(wait, throttled)
+			}
+			full = false
+			// With every slot taken, a slot coming free serves a waiting
+			// puller.
+			free = int64(q.MaxWorkers) - r.inflight.Load()
+		} else {
+			if r.pull.ready {
+				// No longer a pull queue: its pullers get no job, and its
+				// leases hold no push slot.
+				r.answerPullers(time.Time{})
+				r.dropLeases()
+			}
+			// Pullers that came before the runner saw the queue become a
+			// pull queue wait for it; those that do not wait learn now.
+			r.answerPullers(now)
+			if (hold || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
+				// Paused, stale (the jobs may be another node's by now), or
+				// throttled since the read-ahead was grabbed: only grabs take
+				// tokens from the bucket.
+				r.giveBack()
+			}
+			free = int64(q.MaxWorkers) - r.inflight.Load()
+			if free > 0 && !hold && r.ahead.len() > 0 {
+				// Deliveries ended and found the read-ahead empty before this
+				// grab refilled it: start its jobs in their slots.
+				n := int(r.takeSlots(free))
+				jobs := r.ahead.take(n)
+				r.releaseSlots(int64(n - len(jobs)))
+				r.start(jobs)
+				free -= int64(len(jobs))
+			}
+			if !hold && look {
+				tb := r.throttle(q, now)
+				// While draining a backlog, grab ahead of the free slots
+				// (readahead.go); refill once half the read-ahead is gone.
+				ahead, have := 0, r.ahead.len()
+				if full && tb == nil {
+					ahead = min(int(q.MaxWorkers), cfg.BatchSize)
 				}
-				took := int(r.takeSlots(int64(mine)))
-				n -= mine - took
-				if n <= 0 {
-					r.grabbed(false, gen)
-					continue // hand-offs took the free slots meanwhile
-				}
-				jobs, err := r.grab(n)
+				slots := int(max(free, 0))
+				n := min(slots+ahead-have, cfg.BatchSize)
 				if tb != nil {
-					tb.take(len(jobs))
+					n = min(n, tb.available(now))
 				}
-				started := min(len(jobs), took)
-				r.releaseSlots(int64(took - started))
-				r.start(jobs[:started])
-				r.ahead.add(jobs[started:], ahead/2)
-				r.grabbed(err == nil && len(jobs) < n, gen)
-				full = err == nil && len(jobs) == n
 				switch {
-				case err != nil:
-					backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-					r.storeErr("grab jobs", err)
-				case len(jobs) == n:
-					backoff = 0
-					r.storeOK()
-					continue // more may be due
+				case slots > 0 && n <= 0 && tb != nil:
+					// Throttled: wait for the next token (or the poll).
+					wait = min(wait, tb.untilNext(now))
+				case n <= 0 || have > ahead/2:
+					// No free slot, and the read-ahead is full enough.
 				default:
-					backoff = 0
-					r.storeOK()
+					gen, idle := r.grabStart()
+					mine := min(n, slots) // the jobs to start now, in free slots
+					if idle && mine > 0 {
+						// No due backlog is known, so this grab is a poll or
+						// follows a wake-up and will find few jobs: leave half
+						// the free slots to the hand-offs that arrive while it
+						// runs. Taking them all would send those jobs waiting,
+						// each waking the runner for another such grab.
+						n -= mine - max(1, mine/2)
+						mine = max(1, mine/2)
+					}
+					took := int(r.takeSlots(int64(mine)))
+					n -= mine - took
+					if n <= 0 {
+						r.grabbed(false, gen)
+						continue // hand-offs took the free slots meanwhile
+					}
+					jobs, err := r.grab(n)
+					if tb != nil {
+						tb.take(len(jobs))
+					}
+					started := min(len(jobs), took)
+					r.releaseSlots(int64(took - started))
+					r.start(jobs[:started])
+					r.ahead.add(jobs[started:], ahead/2)
+					r.grabbed(err == nil && len(jobs) < n, gen)
+					full = err == nil && len(jobs) == n
+					switch {
+					case err != nil:
+						backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+						r.storeErr("grab jobs", err)
+					case len(jobs) == n:
+						backoff = 0
+						r.storeOK()
+						continue // more may be due
+					default:
+						backoff = 0
+						r.storeOK()
+					}
 				}
 			}
 		}
@@ -278,6 +315,7 @@ func (r *runner) run() {
 		}
 	}
 	r.giveBack()
+	r.answerPullers(time.Time{})
 	r.drain(lastExtend)
 }
 
@@ -341,5 +379,8 @@ func (r *runner) start(jobs []*store.Job) {
 }
 
 // holding reports whether this runner holds grabs to extend: deliveries in
-// flight or read-ahead jobs.
-func (r *runner) holding() bool { return r.inflight.Load() > 0 || r.ahead.len() > 0 }
+// flight or read-ahead jobs (a pulled job's slot holds a lease, which no
+// node extends).
+func (r *runner) holding() bool {
+	return r.inflight.Load()-r.pull.held.Load() > 0 || r.ahead.len() > 0
+}

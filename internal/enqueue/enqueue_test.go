@@ -36,7 +36,14 @@ func TestRoute(t *testing.T) {
 		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "q"}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := st.QueuePut(ctx, &store.Queue{Name: "pulled", PollingInterval: 100, MaxWorkers: 1, Delivery: store.DeliveryPull}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "pc", QueueName: "pulled"}); err != nil {
+			t.Fatal(err)
+		}
 		withDefault := setup(t, st, enqueue.Config{DefaultQueue: "fallback", RouteCacheTTL: time.Hour})
+		pullDefault := setup(t, st, enqueue.Config{DefaultQueue: "pulled"})
 		noDefault := setup(t, st, enqueue.Config{})
 
 		for _, tc := range []struct {
@@ -46,35 +53,38 @@ func TestRoute(t *testing.T) {
 			want      string
 			wantQueue string // UnroutableError.Queue, when unroutable
 			unroute   bool
+			pull      bool
 		}{
-			{"routed", noDefault, "cat", "q", "", false},
-			{"unrouted to the default queue", withDefault, "none", "fallback", "", false},
-			{"unrouted without a default queue", noDefault, "none", "", "", true},
+			{"routed", noDefault, "cat", "q", "", false, false},
+			{"unrouted to the default queue", withDefault, "none", "fallback", "", false, false},
+			{"unrouted without a default queue", noDefault, "none", "", "", true, false},
+			{"routed to a pull queue", noDefault, "pc", "pulled", "", false, true},
+			{"unrouted to a pull default queue", pullDefault, "none", "pulled", "", false, true},
 		} {
 			got, err := tc.s.Route(ctx, tc.category)
 			var ue *enqueue.UnroutableError
 			if tc.unroute {
 				if !errors.As(err, &ue) || ue.Category != tc.category || ue.Queue != tc.wantQueue {
-					t.Errorf("%s: Route(%q) = %q, %v; want an UnroutableError for queue %q", tc.name, tc.category, got, err, tc.wantQueue)
+					t.Errorf("%s: Route(%q) = %+v, %v; want an UnroutableError for queue %q", tc.name, tc.category, got, err, tc.wantQueue)
 				}
 				continue
 			}
-			if err != nil || got != tc.want {
-				t.Errorf("%s: Route(%q) = %q, %v; want %q", tc.name, tc.category, got, err, tc.want)
+			if err != nil || got.Queue != tc.want || got.Pull != tc.pull {
+				t.Errorf("%s: Route(%q) = %+v, %v; want %q, pull %t", tc.name, tc.category, got, err, tc.want, tc.pull)
 			}
 		}
 
 		// A change made through this node is seen at once, whatever the
 		// cache's TTL; a routing to a queue that does not exist is refused.
-		if got, err := withDefault.Route(ctx, "cat"); err != nil || got != "q" {
-			t.Fatalf("Route(cat) = %q, %v; want q", got, err)
+		if got, err := withDefault.Route(ctx, "cat"); err != nil || got.Queue != "q" {
+			t.Fatalf("Route(cat) = %+v, %v; want q", got, err)
 		}
 		if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "other"}); err != nil {
 			t.Fatal(err)
 		}
 		withDefault.RoutesChanged()
-		if got, err := withDefault.Route(ctx, "cat"); err != nil || got != "other" {
-			t.Errorf("Route(cat) after RoutesChanged = %q, %v; want other", got, err)
+		if got, err := withDefault.Route(ctx, "cat"); err != nil || got.Queue != "other" {
+			t.Errorf("Route(cat) after RoutesChanged = %+v, %v; want other", got, err)
 		}
 		if _, err := st.QueueDelete(ctx, "other"); err != nil {
 			t.Fatal(err)

@@ -26,31 +26,50 @@ func (e *UnroutableError) Error() string {
 	return fmt.Sprintf("no routing for category %q and no default queue", e.Category)
 }
 
+// Destination is where a category's jobs go: their queue, and whether
+// workers pull them (a pull queue's jobs need no url).
+type Destination struct {
+	Queue string
+	Pull  bool
+}
+
 // Route finds the queue for a category: its routing, whose queue must
 // exist, else the default queue; an *UnroutableError when neither
 // applies. Answers that lead to an insert are cached (see routeCache).
-func (s *Service) Route(ctx context.Context, category string) (string, error) {
-	if q, ok := s.routes.get(category); ok {
-		return q, nil
+func (s *Service) Route(ctx context.Context, category string) (Destination, error) {
+	if d, ok := s.routes.get(category); ok {
+		return d, nil
 	}
 	started := time.Now()
 	rt, err := s.cfg.Store.RoutingGet(ctx, category)
 	switch {
 	case err == nil:
-		if _, err := s.cfg.Store.QueueGet(ctx, rt.QueueName); errors.Is(err, store.ErrNotFound) {
-			return "", &UnroutableError{Category: category, Queue: rt.QueueName}
+		q, err := s.cfg.Store.QueueGet(ctx, rt.QueueName)
+		if errors.Is(err, store.ErrNotFound) {
+			return Destination{}, &UnroutableError{Category: category, Queue: rt.QueueName}
 		} else if err != nil {
-			return "", fmt.Errorf("route category %q: %w", category, err)
+			return Destination{}, fmt.Errorf("route category %q: %w", category, err)
 		}
-		s.routes.put(category, rt.QueueName, started)
-		return rt.QueueName, nil
+		d := Destination{Queue: q.Name, Pull: q.Pull()}
+		s.routes.put(category, d, started)
+		return d, nil
 	case !errors.Is(err, store.ErrNotFound):
-		return "", fmt.Errorf("route category %q: %w", category, err)
+		return Destination{}, fmt.Errorf("route category %q: %w", category, err)
 	case s.cfg.DefaultQueue != "":
-		s.routes.put(category, s.cfg.DefaultQueue, started)
-		return s.cfg.DefaultQueue, nil
+		// The default queue is made at start, as a push queue; an
+		// operator may have made it a pull queue since.
+		d := Destination{Queue: s.cfg.DefaultQueue}
+		q, err := s.cfg.Store.QueueGet(ctx, s.cfg.DefaultQueue)
+		switch {
+		case err == nil:
+			d.Pull = q.Pull()
+		case !errors.Is(err, store.ErrNotFound):
+			return Destination{}, fmt.Errorf("route category %q to the default queue: %w", category, err)
+		}
+		s.routes.put(category, d, started)
+		return d, nil
 	default:
-		return "", &UnroutableError{Category: category}
+		return Destination{}, &UnroutableError{Category: category}
 	}
 }
 
@@ -78,7 +97,7 @@ type routeCache struct {
 }
 
 type routeEntry struct {
-	queue   string
+	dest    Destination
 	expires time.Time
 }
 
@@ -91,25 +110,25 @@ func newRouteCache(ttl time.Duration) *routeCache {
 	return &routeCache{ttl: ttl, entries: map[string]routeEntry{}}
 }
 
-// get returns the cached queue of category, if still fresh.
-func (c *routeCache) get(category string) (string, bool) {
+// get returns the cached destination of category, if still fresh.
+func (c *routeCache) get(category string) (Destination, bool) {
 	if c.ttl <= 0 {
-		return "", false
+		return Destination{}, false
 	}
 	c.mu.RLock()
 	e, ok := c.entries[category]
 	c.mu.RUnlock()
 	if !ok || time.Now().After(e.expires) {
-		return "", false
+		return Destination{}, false
 	}
-	return e.queue, true
+	return e.dest, true
 }
 
-// put remembers that category's jobs go to queue. started is when the
+// put remembers that category's jobs go to d. started is when the
 // lookup began: an entry is fresh for ttl from the read, not from its end,
 // and a lookup that began before the last clear is not cached at all, so a
 // read racing a change on this node cannot bring back the old answer.
-func (c *routeCache) put(category, queue string, started time.Time) {
+func (c *routeCache) put(category string, d Destination, started time.Time) {
 	if c.ttl <= 0 {
 		return
 	}
@@ -121,7 +140,7 @@ func (c *routeCache) put(category, queue string, started time.Time) {
 	if len(c.entries) >= maxRouteEntries {
 		c.entries = map[string]routeEntry{}
 	}
-	c.entries[category] = routeEntry{queue: queue, expires: started.Add(c.ttl)}
+	c.entries[category] = routeEntry{dest: d, expires: started.Add(c.ttl)}
 }
 
 // clear forgets everything: a routing or queue changed on this node.

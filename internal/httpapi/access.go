@@ -179,10 +179,10 @@ func (a *API) allowCategory(ctx context.Context, category string) error {
 	if !auth.FromContext(ctx).Confined() {
 		return nil
 	}
-	q, err := a.cfg.Enqueue.Route(ctx, category)
+	d, err := a.cfg.Enqueue.Route(ctx, category)
 	var ue *enqueue.UnroutableError
 	if err != nil && !errors.As(err, &ue) {
 		return err
 	}
-	return allowRouted(ctx, category, q)
+	return allowRouted(ctx, category, d.Queue)
 }

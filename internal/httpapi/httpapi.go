@@ -45,10 +45,16 @@ type Dispatcher interface {
 	// LeaseQueue returns the queue of the job a lease token holds, "" if
 	// none.
 	LeaseQueue(ctx context.Context, id int64, token string) (string, error)
-	// JobCancelled tells that a job was cancelled (committed): it is
-	// counted, and its delivery, if one runs (node: the job's holder),
-	// aborted.
-	JobCancelled(queue string, id int64, node string)
+	// JobCancelled tells that a job was cancelled (committed; the job as
+	// it was): it is counted, its delivery, if one runs, aborted, and a
+	// pulled job's worker slot freed.
+	JobCancelled(j *store.Job)
+	// Pull leases jobs of a pull queue this node leads
+	// (dispatch.ErrNotLeader when it does not).
+	Pull(ctx context.Context, p *dispatch.PullRequest) ([]dispatch.Pulled, error)
+	// LeasesEnded handles a nudge from another node: leases of the
+	// queue's jobs ended there.
+	LeasesEnded(queue string, gs []store.JobGrab)
 	// Abort aborts the delivery of a cancelled job if it runs on this
 	// node (a nudge from the node that cancelled it).
 	Abort(id int64) bool
@@ -104,6 +110,9 @@ type Config struct {
 	// Auth verifies the tokens of requests; nil serves every request
 	// without one (tests of other concerns).
 	Auth *auth.Verifier
+	// Peers forwards lease requests to the leaders of pull queues on
+	// other nodes; nil serves only the queues this node leads.
+	Peers Peers
 }
 
 // API is the HTTP API.
@@ -146,6 +155,9 @@ func (a *API) routes() {
 	// queue: confined in the handler).
 	a.handle("POST /job/{id}/heartbeat", need(inHandler, work), a.heartbeatJob)
 	a.handle("POST /job/{id}/complete", need(inHandler, work), a.completeJob)
+	// A pull worker's lease request; a node forwards it to the queue's
+	// leader with the nodes' key.
+	a.handle("POST /queue/{name}/lease", need(byQueue, work, auth.Node), a.leaseJobs)
 
 	a.handle("GET /queues", need(inHandler, read), a.listQueues)
 	a.handle("GET /queue/{name}", need(byQueue, read), a.getQueue)

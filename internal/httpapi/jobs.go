@@ -51,24 +51,27 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 
 // jobParams validates a job request and routes its category (through
 // routes, a cache for one request, when not nil).
-func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobRequest, routes map[string]string) (*store.JobInsertParams, error) {
+func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobRequest, routes map[string]enqueue.Destination) (*store.JobInsertParams, error) {
 	if err := a.validateJob(req); err != nil {
 		return nil, err
 	}
-	queue, ok := routes[category]
+	dest, ok := routes[category]
 	if !ok {
 		var err error
-		if queue, err = a.route(ctx, category); err != nil {
+		if dest, err = a.route(ctx, category); err != nil {
 			return nil, err
 		}
 		if routes != nil {
-			routes[category] = queue
+			routes[category] = dest
 		}
 	}
-	if err := allowRouted(ctx, category, queue); err != nil {
+	if err := allowRouted(ctx, category, dest.Queue); err != nil {
 		return nil, err
 	}
-	return validate.JobParams(queue, category, req), nil
+	if err := badRequest(validate.JobURL(req.URL, dest.Queue, dest.Pull)); err != nil {
+		return nil, err
+	}
+	return validate.JobParams(dest.Queue, category, req), nil
 }
 
 // headerTrace gives the jobs that have no trace context of their own
@@ -90,16 +93,16 @@ func headerTrace(r *http.Request, ps ...*store.JobInsertParams) {
 
 // route finds the queue for a category (enqueue.Service.Route), and
 // answers 404 naming the category when it has none.
-func (a *API) route(ctx context.Context, category string) (string, error) {
-	q, err := a.cfg.Enqueue.Route(ctx, category)
+func (a *API) route(ctx context.Context, category string) (enqueue.Destination, error) {
+	d, err := a.cfg.Enqueue.Route(ctx, category)
 	var ue *enqueue.UnroutableError
 	switch {
 	case errors.As(err, &ue) && ue.Queue != "":
-		return "", errorf(http.StatusNotFound, "category: %q is routed to queue %q, which does not exist", category, ue.Queue)
+		return d, errorf(http.StatusNotFound, "category: %q is routed to queue %q, which does not exist", category, ue.Queue)
 	case errors.As(err, &ue):
-		return "", errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
+		return d, errorf(http.StatusNotFound, "category: no routing for %q and no default queue; PUT /routing/%s first", category, category)
 	}
-	return q, err
+	return d, err
 }
 
 // toJobPushed answers an enqueue of p with outcome res: the new job, or the
@@ -148,7 +151,7 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 	if n := len(req.Jobs); n < 1 || n > maxPushJobs {
 		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs, got %d", maxPushJobs, n)
 	}
-	routes := map[string]string{}
+	routes := map[string]enqueue.Destination{}
 	ps := make([]*store.JobInsertParams, len(req.Jobs))
 	for i, raw := range req.Jobs {
 		p, err := a.pushJobsElement(r.Context(), raw, routes)
@@ -169,7 +172,7 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 	return &rowqtype.PushedJobs{Jobs: out}, nil
 }
 
-func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes map[string]string) (*store.JobInsertParams, error) {
+func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes map[string]enqueue.Destination) (*store.JobInsertParams, error) {
 	var el rowqtype.BatchJob
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/dispatch"
-	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -169,10 +168,6 @@ func (a *API) cancelJob(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "queue %q has no job %d", queue, id)
 	}
-	node := ""
-	if j.State == store.StateGrabbed {
-		node = j.GrabbedBy // a delivery may run there
-	}
-	a.cfg.Dispatcher.JobCancelled(queue, id, node)
+	a.cfg.Dispatcher.JobCancelled(j)
 	return toJobJSON(j), nil
 }

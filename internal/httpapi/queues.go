@@ -14,7 +14,8 @@ import (
 // toQueueJSON shows a queue as the Fireworq queue object.
 func toQueueJSON(q *store.Queue) *rowqtype.Queue {
 	return &rowqtype.Queue{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
-		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize, Paused: q.Paused}
+		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize, Paused: q.Paused,
+		Delivery: store.DeliveryOf(q)}
 }
 
 func notFound(err error, format string, args ...any) error {
@@ -112,6 +113,9 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	if v := req.MaxDispatchesPerSecond; v != nil && !(*v > 0 && *v <= 1e9) {
 		return nil, errorf(http.StatusBadRequest, "max_dispatches_per_second: must be > 0 and at most 1e9, got %v", *v)
 	}
+	if err := checkDelivery(req.Delivery); err != nil {
+		return nil, err
+	}
 	def := a.cfg.QueueDefaults
 	q := &store.Queue{
 		Name:                   name,
@@ -119,6 +123,7 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		MaxWorkers:             valueOr(req.MaxWorkers, def.MaxWorkers),
 		MaxDispatchesPerSecond: req.MaxDispatchesPerSecond,
 		MaxBurstSize:           req.MaxBurstSize,
+		Delivery:               valueOr(req.Delivery, store.DeliveryOf(&def)),
 	}
 	defer a.cfg.Enqueue.RoutesChanged()
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)
@@ -192,8 +197,15 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 	if req.Cancel < 0 {
 		return nil, errorf(http.StatusBadRequest, "cancel: must be a job id, got %d", req.Cancel)
 	}
+	ended, err := leaseEnds(req.Finished)
+	if err != nil {
+		return nil, err
+	}
 	if req.Cancel > 0 {
 		a.cfg.Dispatcher.Abort(req.Cancel)
+	}
+	if len(ended) > 0 {
+		a.cfg.Dispatcher.LeasesEnded(name, ended)
 	}
 	return &rowqtype.WakeResult{QueueName: name, Woken: a.cfg.Dispatcher.Nudged(name, req.Settings)}, nil
 }

@@ -7,8 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/schedule"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/validate"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -92,8 +94,11 @@ func (a *API) validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, er
 	if err := checkName("category", req.Category); err != nil {
 		return nil, err
 	}
-	if err := a.checkURL("url", req.URL); err != nil {
-		return nil, err
+	if req.URL != "" {
+		// Left out, the category must route to a pull queue (putSchedule).
+		if err := a.checkURL("url", req.URL); err != nil {
+			return nil, err
+		}
 	}
 	if !utf8.Valid(req.Payload) {
 		return nil, errorf(http.StatusBadRequest, "payload: must be valid UTF-8")
@@ -148,6 +153,22 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	}
 	if err := a.allowCategory(ctx, req.Category); err != nil {
 		return nil, err
+	}
+	if req.URL == "" {
+		// The queue is the one the category routes to now; should it
+		// become a push queue, the schedule's runs are skipped and say
+		// why.
+		d, err := a.cfg.Enqueue.Route(ctx, req.Category)
+		var ue *enqueue.UnroutableError
+		switch {
+		case errors.As(err, &ue):
+			return nil, errorf(http.StatusBadRequest, "url: required unless the category routes to a pull queue, and %v", ue)
+		case err != nil:
+			return nil, err
+		}
+		if err := badRequest(validate.JobURL(req.URL, d.Queue, d.Pull)); err != nil {
+			return nil, err
+		}
 	}
 	now, err := a.cfg.Store.Now(ctx)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package notify nudges the dispatcher that leads a queue on another node:
 // an HTTP POST /queue/{name}/wake to the leader's advertised address, sent
-// when a job of the queue became due (Wake) or its settings changed
-// (Changed) through this node. The dispatcher (internal/dispatch) uses it
+// when a job of the queue became due (Wake), its settings changed
+// (Changed), a job was cancelled (Cancel) or a lease ended (Finished)
+// through this node. It also forwards a pull queue's lease requests to the
+// queue's leader, which serves them (Lease). The dispatcher (internal/dispatch) uses it
 // for the queues it does not lead itself; a job enqueued on any node is
 // then dispatched at once, not at the leader's next look. Polling stays the
 // safety net: a nudge that is lost (the leader just changed, the network
@@ -9,8 +11,11 @@
 package notify
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -20,6 +25,7 @@ import (
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 // Leaders finds the node leading a queue (store.Store does).
@@ -70,6 +76,11 @@ type Nudger struct {
 	// another wake came meanwhile and one more nudge must follow, so that
 	// a busy queue gets one nudge per nudgeGap, not one per job.
 	sending map[string]bool
+	// ended holds, per queue, the ends of leases not sent yet; a queue is
+	// in it while its nudges are on their way (Finished).
+	ended map[string][]store.JobGrab
+	// forward sends lease requests, which last as long as they wait.
+	forward *http.Client
 }
 
 type leader struct {
@@ -91,7 +102,8 @@ func New(cfg Config) *Nudger {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Nudger{cfg: cfg, leaders: map[string]leader{}, sending: map[string]bool{}}
+	return &Nudger{cfg: cfg, leaders: map[string]leader{}, sending: map[string]bool{}, ended: map[string][]store.JobGrab{},
+		forward: &http.Client{Transport: cfg.Client.Transport}}
 }
 
 // Wake tells the leader of queue, if another node, that a job is due now.
@@ -122,6 +134,96 @@ func (n *Nudger) Changed(queue string) {
 // wait for the nudge to arrive.
 func (n *Nudger) Cancel(queue string, id int64) {
 	go n.nudge(queue, `{"cancel":`+strconv.FormatInt(id, 10)+`}`)
+}
+
+// maxEnded bounds the lease ends of one nudge.
+const maxEnded = 1000
+
+// Finished tells the leader of queue, if another node, that the lease of
+// grab g ended here (completed, failed or cancelled): a pulled job's
+// worker slot comes free there. It does not wait for the nudge; ends that
+// come while one is on its way go together in the next. A nudge that is
+// lost is mended by the leader's own count of the queue's leases.
+func (n *Nudger) Finished(queue string, g store.JobGrab) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, busy := n.ended[queue]
+	n.ended[queue] = append(n.ended[queue], g)
+	if !busy {
+		go n.sendEnded(queue)
+	}
+}
+
+// sendEnded nudges the leader of queue with the lease ends not sent yet,
+// at most one nudge per nudgeGap, until none is left.
+func (n *Nudger) sendEnded(queue string) {
+	for {
+		n.mu.Lock()
+		gs := n.ended[queue]
+		if len(gs) == 0 {
+			delete(n.ended, queue)
+			n.mu.Unlock()
+			return
+		}
+		k := min(len(gs), maxEnded)
+		req := rowqtype.WakeRequest{Finished: make([]rowqtype.LeaseEnd, k)}
+		for i, g := range gs[:k] {
+			req.Finished[i] = rowqtype.LeaseEnd{ID: g.ID, Grabs: g.Grabs}
+		}
+		n.ended[queue] = gs[k:] // still there: a nudge is on its way
+		n.mu.Unlock()
+		began := time.Now()
+		body, _ := json.Marshal(&req)
+		n.nudge(queue, string(body))
+		time.Sleep(nudgeGap - time.Since(began))
+	}
+}
+
+// ForwardedHeader marks a lease request one node forwarded to another: the
+// node that gets it serves it or answers no job, and forwards it no
+// further.
+const ForwardedHeader = "Rowq-Forwarded"
+
+// ErrNoLeader is Lease's answer when no other node leads the queue (no
+// live node does, or this node does).
+var ErrNoLeader = errors.New("no other node leads the queue")
+
+// Lease forwards a lease request of a pull queue (its JSON body) to the
+// queue's leader on another node, which serves it, and returns the
+// leader's answer: its status and body. ctx bounds it: the request waits
+// as long as its body says.
+func (n *Nudger) Lease(ctx context.Context, queue string, body []byte) (int, []byte, error) {
+	l, err := n.leader(queue)
+	if err != nil {
+		return 0, nil, err
+	}
+	if l.host == "" || l.node == n.cfg.Node {
+		return 0, nil, ErrNoLeader
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.Scheme+"://"+l.host+"/queue/"+url.PathEscape(queue)+"/lease", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ForwardedHeader, n.cfg.Node)
+	if n.cfg.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+n.cfg.Key)
+	}
+	resp, err := n.forward.Do(req)
+	if err != nil {
+		n.forget(queue)
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// forget drops the remembered leader of queue: it may have changed.
+func (n *Nudger) forget(queue string) {
+	n.mu.Lock()
+	delete(n.leaders, queue)
+	n.mu.Unlock()
 }
 
 // settingsBody asks the leader to re-read the queue's settings too.
@@ -175,10 +277,7 @@ func (n *Nudger) nudge(queue, body string) {
 		}
 	}
 	if err != nil {
-		// Read the leader again next time: it may have changed.
-		n.mu.Lock()
-		delete(n.leaders, queue)
-		n.mu.Unlock()
+		n.forget(queue) // read it again next time
 		n.cfg.Logger.Debug("nudge the leader", "queue", queue, "node", l.node, "host", l.host, "err", err)
 	}
 }

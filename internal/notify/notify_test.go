@@ -3,16 +3,19 @@ package notify
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/testcert"
+	"github.com/rowq/rowq/rowqtype"
 )
 
 type leaders struct {
@@ -95,5 +98,59 @@ func TestNudger_HTTPS(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no nudge reached the HTTPS leader")
+	}
+}
+
+// TestNudger_FinishedGoTogether: 500 lease ends of a queue led by another
+// node reach it, every one exactly once, in a few nudges.
+func TestNudger_FinishedGoTogether(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		got    = map[int64]int{}
+		nudges atomic.Int64
+	)
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req rowqtype.WakeRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("nudge body: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		nudges.Add(1)
+		mu.Lock()
+		for _, e := range req.Finished {
+			if e.Grabs != 2 {
+				t.Errorf("lease end %+v, want grabs 2", e)
+			}
+			got[e.ID]++
+		}
+		mu.Unlock()
+		w.Write([]byte(`{"queue_name":"q","woken":true}`))
+	}))
+	defer leader.Close()
+	n := New(Config{Leaders: &leaders{host: strings.TrimPrefix(leader.URL, "http://")}, Node: "me", LeaderTTL: time.Minute})
+	for id := range int64(500) {
+		n.Finished("q", store.JobGrab{ID: id + 1, Grabs: 2})
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		arrived := len(got)
+		mu.Unlock()
+		if arrived == 500 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 500 lease ends arrived", arrived)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // nothing more may come
+	mu.Lock()
+	defer mu.Unlock()
+	for id, k := range got {
+		if k != 1 {
+			t.Errorf("lease end of job %d arrived %d times", id, k)
+		}
+	}
+	if k := nudges.Load(); k > 20 {
+		t.Errorf("%d nudges for 500 lease ends in a burst, want a few", k)
 	}
 }

@@ -51,8 +51,9 @@ type LiveNodes interface {
 // Enqueuer is the enqueue service as the mover sees it
 // (*enqueue.Service).
 type Enqueuer interface {
-	// Route finds the queue of a category, as POST /job does.
-	Route(ctx context.Context, category string) (string, error)
+	// Route finds the queue of a category, and whether it is a pull
+	// queue, as POST /job does.
+	Route(ctx context.Context, category string) (enqueue.Destination, error)
 	// Stored counts jobs committed outside the enqueue service and wakes
 	// their queues' dispatchers.
 	Stored(ps []*store.JobInsertParams, res []store.JobPushed)
@@ -437,7 +438,7 @@ func (m *Mover) check(ctx context.Context, r *store.OutboxRow) (*store.JobInsert
 	if err := validate.Job(req, m.cfg.WorkerURLs); err != nil {
 		return nil, err.Error(), nil
 	}
-	queue, err := m.cfg.Enqueue.Route(ctx, r.Category)
+	dest, err := m.cfg.Enqueue.Route(ctx, r.Category)
 	var ue *enqueue.UnroutableError
 	switch {
 	case errors.As(err, &ue):
@@ -445,7 +446,10 @@ func (m *Mover) check(ctx context.Context, r *store.OutboxRow) (*store.JobInsert
 	case err != nil:
 		return nil, "", fmt.Errorf("route outbox row %d: %w", r.ID, err)
 	}
-	return validate.JobParams(queue, r.Category, req), "", nil
+	if err := validate.JobURL(req.URL, dest.Queue, dest.Pull); err != nil {
+		return nil, err.Error(), nil
+	}
+	return validate.JobParams(dest.Queue, r.Category, req), "", nil
 }
 
 // truncate cuts s to at most n bytes, on a character boundary.

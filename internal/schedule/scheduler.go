@@ -11,6 +11,7 @@ import (
 
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/validate"
 )
 
 // Defaults of Config.
@@ -288,7 +289,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("schedule %q: parse cron %q: %w", sc.Name, sc.Cron, err)
 	}
-	queue, unroutable, err := s.route(ctx, sc.Category)
+	queue, unroutable, err := s.route(ctx, sc)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("schedule %q: %w", sc.Name, err)
 	}
@@ -330,15 +331,21 @@ func jobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
 	}
 }
 
-// route finds the queue of a category as POST /job/{category} does. When
-// there is none it returns why in unroutable, so that the run is recorded
-// as skipped with that reason.
-func (s *Scheduler) route(ctx context.Context, category string) (queue, unroutable string, err error) {
-	queue, err = s.cfg.Enqueue.Route(ctx, category)
+// route finds the queue of the schedule's category as POST /job/{category}
+// does. When there is none, or the schedule has no url and the queue
+// delivers by push, it returns why in unroutable, so that the run is
+// recorded as skipped with that reason.
+func (s *Scheduler) route(ctx context.Context, sc *store.Schedule) (queue, unroutable string, err error) {
+	d, err := s.cfg.Enqueue.Route(ctx, sc.Category)
 	if ue := (*enqueue.UnroutableError)(nil); errors.As(err, &ue) {
 		return "", "routing: " + ue.Error(), nil
 	}
-	return queue, "", err
+	if err == nil {
+		if err := validate.JobURL(sc.URL, d.Queue, d.Pull); err != nil {
+			return "", err.Error(), nil
+		}
+	}
+	return d.Queue, "", err
 }
 
 // NextRuns returns the n fire times of spec after t.
@@ -361,7 +368,7 @@ var ErrUnroutable = errors.New("unroutable")
 // ignores the overlap policy (an operator asked for this run) and fails
 // with ErrUnroutable when the category cannot be routed.
 func (s *Scheduler) Trigger(ctx context.Context, sc *store.Schedule) (*store.ScheduleRun, error) {
-	queue, unroutable, err := s.route(ctx, sc.Category)
+	queue, unroutable, err := s.route(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("trigger schedule %q: %w", sc.Name, err)
 	}

@@ -73,6 +73,8 @@ var routeDecisions = map[string]routeAuth{
 	"GET /lock/{name}": {scopes: "read|locks"}, "GET /locks": {scopes: "read|locks"},
 
 	"POST /queue/{name}/wake": {scopes: "node"},
+	// A pull worker's, or forwarded by a node to the queue's leader.
+	"POST /queue/{name}/lease": {scopes: "work|node"},
 
 	"PUT /queue/{name}": {scopes: "admin"}, "DELETE /queue/{name}": {scopes: "admin"},
 	"PUT /routing/{category}": {scopes: "admin"}, "DELETE /routing/{category}": {scopes: "admin"},
@@ -125,6 +127,8 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 		}
 		tokens["node"] = key
 		tokens["read|locks"] = tokens["locks"]
+		tokens["work|node"] = tokens["work"]
+		tokens["no-work|node"] = tokens["no-work"]
 
 		doc := loadOpenAPI(t)
 		doc.Servers = openapi3.Servers{{URL: "http://" + node.Addr()}}

@@ -301,6 +301,29 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.call("POST", "/queue/q/wake", `{"now":true}`, 400)
 		c.call("POST", "/queue/q/wake", `{"cancel":123456}`, 200)
 		c.call("POST", "/queue/q/wake", `{"cancel":-1}`, 400)
+		c.call("POST", "/queue/q/wake", `{"finished":[{"id":123456,"grabs":1}]}`, 200)
+		c.call("POST", "/queue/q/wake", `{"finished":[{"id":0,"grabs":1}]}`, 400)
+		// A pull queue: a job without url, leased, completed.
+		c.call("PUT", "/queue/pq", `{"delivery":"pull","max_workers":2}`, 200)
+		c.call("PUT", "/routing/pc", `{"queue_name":"pq"}`, 200)
+		c.call("POST", "/job/pc", `{"payload":{"n":1}}`, 200)
+		var leased struct {
+			Jobs []struct {
+				ID         int64  `json:"id"`
+				LeaseToken string `json:"lease_token"`
+			} `json:"jobs"`
+		}
+		json.Unmarshal(c.call("POST", "/queue/pq/lease", `{"max":10,"wait":10,"lease":30}`, 200), &leased)
+		if len(leased.Jobs) != 1 {
+			t.Fatalf("leased %+v, want the one job", leased)
+		}
+		c.call("POST", fmt.Sprintf("/job/%d/complete", leased.Jobs[0].ID), `{"lease_token":"`+leased.Jobs[0].LeaseToken+`","status":"success"}`, 200)
+		c.call("POST", "/queue/pq/lease", "", 200)
+		c.call("POST", "/queue/pq/lease", `{"max":101}`, 400)
+		c.call("POST", "/queue/q/lease", "", 409)
+		c.call("POST", "/queue/nope/lease", "", 404)
+		c.call("DELETE", "/routing/pc", "", 200)
+		c.call("DELETE", "/queue/pq", "", 200)
 		c.call("GET", "/queue/q/stats", "", 200)
 		c.call("GET", "/ui", "", 200)
 		c.call("GET", "/ui/outbox", "", 200)

@@ -230,6 +230,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
 	}
+	peers := notify.New(s.nudges(nodeKey))
 	disp := dispatch.New(dispatch.Config{
 		Store:           s.store,
 		Logger:          s.log,
@@ -247,7 +248,7 @@ func (s *Server) Start(ctx context.Context) error {
 		BreakerOpen:     cfg.BreakerOpen,
 		Stats:           st,
 		Handoff:         cfg.DispatchHandoff,
-		Nudger:          notify.New(s.nudges(nodeKey)),
+		Nudger:          peers,
 		Tracer:          tracer,
 	})
 	enq := enqueue.New(enqueue.Config{
@@ -299,6 +300,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 		Auth:          verifier,
+		Peers:         peers,
 	})
 	var tlsConfig *tls.Config
 	if s.cert != nil {
@@ -311,7 +313,7 @@ func (s *Server) Start(ctx context.Context) error {
 	// polls for releases made on other nodes.
 	// The tracer stops after the dispatcher: the spans of the last
 	// deliveries are sent.
-	if err := s.startAll(ctx, tracer, st, history, disp, sched, enq, s.outbox, s.http, locks); err != nil {
+	if err := s.startAll(ctx, tracer, st, history, disp, sched, enq, s.outbox, s.http, pullEnder{disp}, locks); err != nil {
 		ln.Close() // if the HTTP server did not start, nothing else closes it
 		return err
 	}
@@ -485,4 +487,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hard <-chan s
 		}
 	}
 	return s.Stop(hard)
+}
+
+// pullEnder ends the dispatcher's lease requests when the node stops, just
+// before the HTTP server waits for the requests in flight (it stops after
+// it): a long poll would otherwise hold the stop for its wait.
+type pullEnder struct{ d *dispatch.Dispatcher }
+
+func (pullEnder) Start(context.Context) error { return nil }
+
+func (p pullEnder) Stop(context.Context) error {
+	p.d.EndPulls()
+	return nil
 }

@@ -45,8 +45,9 @@ type JobStore interface {
 	// p.Node, and returns how many it deleted.
 	JobsComplete(ctx context.Context, p *JobsCompleteParams) (int64, error)
 	// JobsRelease puts the given jobs, where they are still grabbed by
-	// p.Node, back to waiting as they were (fail_count and next_try
-	// unchanged), and returns how many it put back.
+	// p.Node (with p.Leased: leased, and grabbed by p.Node), back to
+	// waiting as they were (fail_count and next_try unchanged), and
+	// returns how many it put back.
 	JobsRelease(ctx context.Context, p *JobsReleaseParams) (int64, error)
 	// JobRetry puts a job grabbed by p.Node back to waiting with
 	// fail_count + 1 and next_try = now + p.Delay; ErrNotFound if the job is
@@ -91,6 +92,13 @@ type JobStore interface {
 	// (JobResult), in one transaction. It returns the job's queue, or
 	// ErrNotFound when the grab does not hold the job.
 	JobFinish(ctx context.Context, p *JobFinishParams) (string, error)
+	// JobsSucceed deletes the jobs that p.Grabs hold (grabbed or leased)
+	// and records p.Status as each grab's result (JobResult), in one
+	// transaction: the successes of many completions at once, as JobFinish
+	// with FinishDelete would write them one by one. It returns, in the
+	// order given, the queue of each job it deleted, "" for a grab that
+	// did not hold its job.
+	JobsSucceed(ctx context.Context, p *JobsSucceedParams) ([]string, error)
 	// JobResult returns the status JobFinish recorded for the job's grab,
 	// or ErrNotFound.
 	JobResult(ctx context.Context, id int64, grabs int) (string, error)
@@ -103,6 +111,10 @@ type JobStore interface {
 	// so that its worker's next heartbeat or completion learns why; its
 	// delivery's outcome, if it still comes, finds no job to write.
 	JobCancel(ctx context.Context, queue string, id int64) (*Job, error)
+	// JobsLeased returns the id and grab count of every leased job of
+	// queue (StateLeased, expired or not), in any order: what a pull
+	// queue's leader counts against max_workers.
+	JobsLeased(ctx context.Context, queue string) ([]JobGrab, error)
 	// JobsLeaseExpired returns up to p.Limit jobs of p.Queue whose lease
 	// has run out (StateLeased, grabbed_until passed), in any order. It
 	// locks nothing; JobFinish with Expired decides.
@@ -183,6 +195,22 @@ type Trace struct {
 	State  string // tracestate, at most 512 characters
 }
 
+// GrabState is the state JobsGrab leaves its jobs in: StateLeased for a
+// puller (p.Leased), else StateGrabbed.
+func GrabState(p *JobsGrabParams) string {
+	if p.Leased {
+		return StateLeased
+	}
+	return StateGrabbed
+}
+
+// JobGrab names one grab of a job: the job's id and its grab count
+// (Job.Grabs), which a lease token names too.
+type JobGrab struct {
+	ID    int64
+	Grabs int
+}
+
 // JobInsertParams is one job to insert.
 type JobInsertParams struct {
 	Queue      string
@@ -203,6 +231,11 @@ type JobsGrabParams struct {
 	Node  string
 	Limit int
 	Lease time.Duration
+	// Leased grabs the jobs for a puller of a pull queue: StateLeased
+	// until now + Lease, held by the lease their grab count names (as an
+	// accepted job is), not by the node's grab; grabbed_by still names the
+	// node, for the record and for JobsRelease.
+	Leased bool
 }
 
 // JobsExtendParams are the arguments of JobStore.JobsExtend.
@@ -222,6 +255,9 @@ type JobsCompleteParams struct {
 type JobsReleaseParams struct {
 	Node string
 	IDs  []int64
+	// Leased releases jobs the node grabbed leased (JobsGrabParams.Leased)
+	// for a puller that went away before it got them; else grabbed jobs.
+	Leased bool
 }
 
 // JobRetryParams are the arguments of JobStore.JobRetry.

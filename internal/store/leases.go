@@ -59,6 +59,12 @@ type JobFinishParams struct {
 	Expired bool
 }
 
+// JobsSucceedParams are the arguments of JobStore.JobsSucceed.
+type JobsSucceedParams struct {
+	Grabs  []JobGrab
+	Status string // the result recorded for each grab
+}
+
 // JobsLeaseExpiredParams are the arguments of JobStore.JobsLeaseExpired.
 type JobsLeaseExpiredParams struct {
 	Queue string

@@ -54,6 +54,28 @@ type Queue struct {
 	// Paused queues accept jobs but dispatch none. QueuePut and
 	// QueueEnsure keep it; QueueSetPaused sets it.
 	Paused bool
+	// Delivery is DeliveryPush or DeliveryPull; "" is stored as push.
+	Delivery string
+}
+
+// Deliveries of a queue (Queue.Delivery).
+const (
+	// DeliveryPush POSTs each job to its url.
+	DeliveryPush = "push"
+	// DeliveryPull hands jobs to the workers that ask for them (a lease
+	// request); its jobs need no url.
+	DeliveryPull = "pull"
+)
+
+// Pull reports whether the queue's jobs are pulled by workers.
+func (q *Queue) Pull() bool { return q.Delivery == DeliveryPull }
+
+// DeliveryOf returns the delivery to store for q: push unless pull.
+func DeliveryOf(q *Queue) string {
+	if q.Pull() {
+		return DeliveryPull
+	}
+	return DeliveryPush
 }
 
 // QueuesClaimParams are the arguments of QueueStore.QueuesClaim.

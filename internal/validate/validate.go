@@ -85,6 +85,16 @@ func URL(field, v string, urls *egress.Policy) error {
 	return nil
 }
 
+// JobURL checks that a job routed to queue has the url its delivery
+// needs: a push queue POSTs each job to its url; a pull queue's workers
+// lease its jobs, which need none.
+func JobURL(url, queue string, pull bool) error {
+	if url == "" && !pull {
+		return errorf("url", "required: queue %q delivers by push (only the jobs of a pull queue may leave it out)", queue)
+	}
+	return nil
+}
+
 // Range validates an optional integer field against [lo, hi].
 func Range(field string, v *int, lo, hi int) error {
 	if v != nil && (*v < lo || *v > hi) {
@@ -94,10 +104,13 @@ func Range(field string, v *int, lo, hi int) error {
 }
 
 // Job checks a job request (the body of POST /job/{category}, an element
-// of POST /jobs, a row of the outbox). Durations are seconds.
+// of POST /jobs, a row of the outbox). Durations are seconds. A url left
+// out is checked once the job's queue is known (JobURL).
 func Job(req *rowqtype.JobRequest, urls *egress.Policy) error {
-	if err := URL("url", req.URL, urls); err != nil {
-		return err
+	if req.URL != "" {
+		if err := URL("url", req.URL, urls); err != nil {
+			return err
+		}
 	}
 	// A payload's bytes are kept as sent; MySQL and PostgreSQL refuse
 	// text that is not UTF-8.

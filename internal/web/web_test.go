@@ -40,7 +40,7 @@ func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store
 	}
 	_, err := st.QueuePut(ctx, &store.Queue{Name: "mail", PollingInterval: 200, MaxWorkers: 7})
 	must(err)
-	_, err = st.QueuePut(ctx, &store.Queue{Name: "idle", PollingInterval: 200, MaxWorkers: 1})
+	_, err = st.QueuePut(ctx, &store.Queue{Name: "idle", PollingInterval: 200, MaxWorkers: 1, Delivery: store.DeliveryPull})
 	must(err)
 	_, err = st.QueueSetPaused(ctx, "idle", true)
 	must(err)
@@ -121,13 +121,15 @@ func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
 				`<tr id="node-n1"><td>n1</td><td>n1:8080</td><td class="n">1</td>`, `2 queues, spread`)
 			body = b.get(t, "/ui/queue/mail", http.StatusOK)
 			contains(t, "/ui/queue/mail", body,
-				`Queue mail`, `<td>7 (0 busy)</td>`,
+				`Queue mail`, `<td>7 (0 busy)</td>`, `<tr><th>delivery</th><td>push</td></tr>`,
 				`{&#34;to&#34;:&#34;ada&#34;}`, `{&#34;later&#34;:true}`, `{&#34;held&#34;:1}`, `<td>n1</td>`,
 				`permanent-failure`, `<td class="n">422</td>`,
 				`&lt;script&gt;alert(1)&lt;/script&gt;`) // escaped
 			if strings.Contains(body, "<script>") {
 				t.Error("/ui/queue/mail: a failure message reached the page unescaped")
 			}
+			body = b.get(t, "/ui/queue/idle", http.StatusOK)
+			contains(t, "/ui/queue/idle", body, `<th>delivery</th><td>pull: workers lease its jobs`, `<td>1 (leased jobs at most)</td>`)
 			b.get(t, "/ui/queue/nope", http.StatusNotFound)
 			body = b.get(t, "/ui/queue/a%20b", http.StatusBadRequest)
 			contains(t, "/ui/queue/a%20b", body, `name: &#34;a b&#34;: use letters`)

@@ -10,14 +10,16 @@ failure log, locks and schedules), on the standard library alone.
 """
 
 from .client import DEFAULT_URL, DEFERRED, GRABBED, WAITING, Client, default_owner
-from .errors import Conflict, LeaseConflict, LeaseLost, LockHeld, NotFound, RowqError
+from .errors import Conflict, LeaseConflict, LeaseLost, LockHeld, NotFound, PermanentFailure, RowqError
 from .lease import HeldLease
+from .worker import Handler
 from .types import (
     FailedJob,
     FailedResult,
     Job,
     JobLease,
     Lease,
+    LeasedJob,
     Lock,
     NewJob,
     NextRun,
@@ -46,11 +48,13 @@ __all__ = [
     "Conflict",
     "FailedJob",
     "FailedResult",
+    "Handler",
     "HeldLease",
     "Job",
     "JobLease",
     "Lease",
     "LeaseConflict",
+    "LeasedJob",
     "LeaseLost",
     "Lock",
     "LiveNode",
@@ -62,6 +66,7 @@ __all__ = [
     "OutboxReject",
     "NotFound",
     "Page",
+    "PermanentFailure",
     "PushedJob",
     "Queue",
     "QueueStats",

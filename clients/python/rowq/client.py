@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -14,11 +15,13 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .errors import Conflict, LeaseConflict, LockHeld, NotFound, RowqError
 from .lease import HeldLease
+from .worker import Handler, work
 from .types import (
     FailedJob,
     Job,
     JobLease,
     Lease,
+    LeasedJob,
     Lock,
     NewJob,
     Node,
@@ -142,7 +145,7 @@ class Client:
     def enqueue(
         self,
         category: str,
-        url: str,
+        url: Optional[str],
         payload: Any = None,
         *,
         run_after: Optional[int] = None,
@@ -159,7 +162,8 @@ class Client:
     ) -> PushedJob:
         """Enqueues a job of ``category`` for the worker at ``url``
         (POST /job/{category}); the answer comes once the job is committed.
-        ``payload`` is any JSON value, sent to the worker as the body.
+        ``payload`` is any JSON value, sent to the worker as the body. A job
+        whose category routes to a pull queue needs no url (None).
         Durations are seconds; options left None take the server's defaults.
         ``traceparent`` and ``tracestate`` (W3C Trace Context) put the job in
         a trace: each delivery carries them to the worker."""
@@ -250,6 +254,41 @@ class Client:
         body = _set(lease_token=lease_token, status=status, message=message, retry_after=retry_after)
         self.request("POST", f"/job/{_seg(id)}/complete", body=body)
 
+    # Pull queues: workers lease jobs (docs/workers.md#pull), then
+    # heartbeat and complete them as accepted jobs.
+
+    def lease(
+        self, queue: str, *, max: Optional[int] = None, wait: Optional[float] = None, lease: Optional[float] = None
+    ) -> List[LeasedJob]:
+        """Leases up to ``max`` (1..100, default 1) due jobs of a pull queue
+        for ``lease`` seconds each (default 60), waiting up to ``wait``
+        seconds (0..30, default 0) for a first one (POST
+        /queue/{name}/lease); an empty list when the wait ends first. A
+        push queue raises Conflict."""
+        body = _set(max=max, wait=wait, lease=lease)
+        d = self.request("POST", f"/queue/{_seg(queue)}/lease", body=body, timeout=self.timeout + (wait or 0))
+        return [LeasedJob.from_json(j) for j in d["jobs"]]
+
+    def work(
+        self,
+        queue: str,
+        handler: Handler,
+        *,
+        concurrency: int = 1,
+        lease: float = 60,
+        wait: float = 5,
+        stop: Optional[threading.Event] = None,
+    ) -> None:
+        """Works pull queue ``queue``: leases its jobs and calls
+        ``handler(job)`` for each, in up to ``concurrency`` threads, renewing
+        each job's lease every ``lease``/3 seconds while its handler runs.
+        A handler that returns completes its job with success; one that
+        raises PermanentFailure fails it for good; any other exception fails
+        it, retried by its policy. Runs until ``stop`` is set (within
+        ``wait`` seconds), then waits for the handlers running and their
+        completions."""
+        work(self, queue, handler, concurrency=concurrency, lease=lease, wait=wait, stop=stop)
+
     # The failure log
 
     def failed_jobs_page(
@@ -318,16 +357,19 @@ class Client:
         max_dispatches_per_second: Optional[float] = None,
         max_burst_size: Optional[int] = None,
         paused: Optional[bool] = None,
+        delivery: Optional[str] = None,
     ) -> Queue:
         """Creates or replaces a queue (PUT /queue/{name}). Settings left
         None take the server's defaults, except ``paused``: None keeps the
-        queue's state. ``polling_interval`` is milliseconds."""
+        queue's state. ``polling_interval`` is milliseconds; ``delivery`` is
+        "push" (the default) or "pull"."""
         body = _set(
             polling_interval=polling_interval,
             max_workers=max_workers,
             max_dispatches_per_second=max_dispatches_per_second,
             max_burst_size=max_burst_size,
             paused=paused,
+            delivery=delivery,
         )
         return Queue.from_json(self.request("PUT", "/queue/" + _seg(name), body=body))
 

@@ -64,3 +64,9 @@ class LeaseLost(RowqError):
     def __init__(self, name: str, status: int, detail: str) -> None:
         super().__init__(status, f"lock {name!r}: lease lost: {detail}")
         self.name = name
+
+
+class PermanentFailure(Exception):
+    """Raised by a pull worker's handler (Client.work): the job fails for
+    good, not retried; the exception's text is the failure's message. Any
+    other exception fails the job too, retried by its policy."""

@@ -83,7 +83,7 @@ class NewJob:
     the server's defaults; durations are seconds. See docs/api.md."""
 
     category: str
-    url: str
+    url: Optional[str]  # None for a pull queue's job
     payload: Any = None
     run_after: Optional[int] = None
     max_retries: Optional[int] = None
@@ -204,6 +204,7 @@ class Queue:
     max_dispatches_per_second: Optional[float] = None
     max_burst_size: Optional[int] = None
     paused: bool = False
+    delivery: str = "push"  # or "pull": workers lease its jobs (Client.lease, Client.work)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Queue:
@@ -245,6 +246,30 @@ class JobLease:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> JobLease:
         return _build(cls, d, lease_expires_at=parse_time)
+
+
+@dataclass
+class LeasedJob:
+    """A job of a pull queue leased to this worker (Client.lease): renew its
+    lease with ``heartbeat`` and end it with ``complete``, passing
+    ``lease_token``. ``attempt`` is 1 for the first lease; ``payload`` is
+    the decoded JSON (None when the job has none)."""
+
+    id: int
+    queue_name: str
+    category: str
+    attempt: int
+    max_retries: int
+    timeout: int
+    priority: int
+    created_at: datetime
+    lease_token: str
+    lease_expires_at: datetime
+    payload: Any = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> LeasedJob:
+        return _build(cls, d, created_at=parse_time, lease_expires_at=parse_time)
 
 
 @dataclass

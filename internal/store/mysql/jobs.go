@@ -238,11 +238,12 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 			if err != nil || len(jobs) == 0 {
 				return err
 			}
-			args := make([]any, 0, 2+len(jobs))
-			args = append(args, p.Node, until)
+			state := store.GrabState(p)
+			args := make([]any, 0, 3+len(jobs))
+			args = append(args, state, p.Node, until)
 			for _, j := range jobs {
 				til := until
-				j.State, j.GrabbedBy, j.GrabbedTil = store.StateGrabbed, p.Node, &til
+				j.State, j.GrabbedBy, j.GrabbedTil = state, p.Node, &til
 				j.Grabs++
 				args = append(args, j.ID)
 			}
@@ -281,7 +282,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 	ids, err := s.findIDs(ctx, extendFindSQL, p.Queue, p.Node)
 	var n int64
 	if err == nil {
-		n, err = s.execHeld(ctx, extendSQL, []any{p.Lease.Microseconds()}, ids, p.Node)
+		n, err = s.execHeld(ctx, extendSQL, []any{p.Lease.Microseconds()}, ids, p.Node, store.StateGrabbed)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("extend jobs of queue %q grabbed by node %q: %w", p.Queue, p.Node, err)
@@ -292,7 +293,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 // JobsComplete deletes the given jobs where they are still grabbed by
 // p.Node, and returns how many it deleted.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	n, err := s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node)
+	n, err := s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node, store.StateGrabbed)
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
@@ -302,7 +303,11 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	n, err := s.execHeld(ctx, releaseSQL, nil, p.IDs, p.Node)
+	state := store.StateGrabbed
+	if p.Leased {
+		state = store.StateLeased
+	}
+	n, err := s.execHeld(ctx, releaseSQL, nil, p.IDs, p.Node, state)
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
@@ -378,26 +383,27 @@ func idArgs(ids []int64, lead ...any) []any {
 // subquery is not turned into a join.
 const grabExpired = `(jobs.grabbed_until < NOW(6) OR NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.id = jobs.grabbed_by))`
 
-// grabUpdateSQL marks n jobs, selected by grabSQL, as grabbed. Arguments:
-// node, until, ids.
+// grabUpdateSQL marks n jobs, selected by grabSQL, as grabbed (or leased,
+// for a puller). Arguments: state, node, until, ids.
 func grabUpdateSQL(n int) string {
-	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = 'grabbed', grabbed_by = ?, grabbed_until = ?, grabs = grabs + 1
+	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = ?, grabbed_by = ?, grabbed_until = ?, grabs = grabs + 1
 		WHERE id IN (` + sqldb.Placeholders(n) + `)`
 }
 
 // heldSQL completes stmt (completeSQL or releaseSQL) for n ids that a
-// node still holds. Arguments: ids, node.
+// node still holds in a state (grabbed, or leased for a puller).
+// Arguments: ids, state, node.
 func heldSQL(stmt string, n int) string {
-	return stmt + ` WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?`
+	return stmt + ` WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = ? AND grabbed_by = ?`
 }
 
 // execHeld runs stmt, with the arguments lead, on those of ids that node
-// still holds (see heldSQL) and returns how many rows it changed.
-func (s *Store) execHeld(ctx context.Context, stmt string, lead []any, ids []int64, node string) (int64, error) {
+// still holds in state (see heldSQL) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, lead []any, ids []int64, node, state string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := append(idArgs(ids, lead...), node)
+	args := append(idArgs(ids, lead...), state, node)
 	stmt = heldSQL(stmt, len(ids))
 	var n int64
 	err := retry(ctx, func() (err error) {

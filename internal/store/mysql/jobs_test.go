@@ -82,11 +82,11 @@ func TestJobsWrites_UseTheirIndexesOnFewRows(t *testing.T) {
 		name, query, key, typ string
 		args                  []any
 	}{
-		{"complete", mysql.HeldSQL(mysql.CompleteSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "n")},
-		{"release", mysql.HeldSQL(mysql.ReleaseSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "n")},
-		{"grab", mysql.GrabUpdateSQL(len(ids)), "PRIMARY", "range", append([]any{"n", now}, ids...)},
+		{"complete", mysql.HeldSQL(mysql.CompleteSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "grabbed", "n")},
+		{"release", mysql.HeldSQL(mysql.ReleaseSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "leased", "n")},
+		{"grab", mysql.GrabUpdateSQL(len(ids)), "PRIMARY", "range", append([]any{"leased", "n", now}, ids...)},
 		{"extend find", mysql.ExtendFindSQL, "jobs_fetch", "ref", []any{"q", "n"}},
-		{"extend", mysql.HeldSQL(mysql.ExtendSQL, len(ids)), "PRIMARY", "range", append(append([]any{30_000_000}, ids...), "n")},
+		{"extend", mysql.HeldSQL(mysql.ExtendSQL, len(ids)), "PRIMARY", "range", append(append([]any{30_000_000}, ids...), "grabbed", "n")},
 		{"rescue find", mysql.RescueFindSQL, "jobs_fetch", "ref", []any{"q"}},
 		{"rescue lock", mysql.RescueLockSQL(len(ids)), "PRIMARY", "range", ids},
 		{"rescue", mysql.ByIDs(mysql.RescueSQL, len(ids)), "PRIMARY", "range", ids},

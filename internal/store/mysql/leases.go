@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
@@ -141,6 +142,27 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	return jobs, nil
 }
 
+// JobsLeased returns the id and grab count of every leased job of queue,
+// from the queue's leased range of jobs_fetch, with a plain read.
+func (s *Store) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, error) {
+	var out []store.JobGrab
+	err := retry(ctx, func() (err error) {
+		out, err = sqldb.QueryAll(ctx, s.db, scanJobGrab, `/* rowq:jobs.leased */ SELECT id, grabs FROM jobs FORCE INDEX (jobs_fetch)
+			WHERE queue_name = ? AND state = 'leased'`, queue)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list leased jobs of queue %q: %w", queue, mapErr(err))
+	}
+	return out, nil
+}
+
+func scanJobGrab(sc sqldb.Scanner) (store.JobGrab, error) {
+	var g store.JobGrab
+	err := sc.Scan(&g.ID, &g.Grabs)
+	return g, err
+}
+
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
 // records its grab's result as cancelled, in one short transaction.
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -169,4 +191,68 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
+}
+
+// JobsSucceed locks the jobs the grabs hold by primary key, deletes them
+// and records their results, in one short transaction of three
+// statements.
+func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
+	if len(p.Grabs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(p.Grabs))
+	for i, g := range p.Grabs {
+		ids[i] = g.ID
+	}
+	var out []string
+	err := retry(ctx, func() error {
+		out = make([]string, len(p.Grabs))
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			type held struct {
+				grabs int
+				queue string
+			}
+			found := map[int64]held{}
+			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name FROM jobs FORCE INDEX (PRIMARY)
+				WHERE id IN (`+sqldb.Placeholders(len(ids))+`) AND state IN ('grabbed', 'leased') FOR UPDATE`, idArgs(ids)...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id int64
+				var h held
+				if err := rows.Scan(&id, &h.grabs, &h.queue); err != nil {
+					rows.Close()
+					return err
+				}
+				found[id] = h
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			var del, results []any
+			for i, g := range p.Grabs {
+				if h, ok := found[g.ID]; ok && h.grabs == g.Grabs {
+					out[i] = h.queue
+					delete(found, g.ID) // the same grab twice: once
+					del = append(del, g.ID)
+					results = append(results, g.ID, g.Grabs, p.Status)
+				}
+			}
+			if len(del) == 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.succeed */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(del))+`)`, del...); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.succeed */ INSERT INTO job_results (job_id, grabs, status, created_at) VALUES `+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, NOW(6)), ", len(del)), ", ")+
+				` ON DUPLICATE KEY UPDATE status = VALUES(status), created_at = VALUES(created_at)`, results...)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
+	}
+	return out, nil
 }

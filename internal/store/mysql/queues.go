@@ -28,7 +28,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 	return s.QueueGet(ctx, name)
 }
 
-const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused"
+const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery"
 
 func scanQueue(sc sqldb.Scanner) (*store.Queue, error) {
 	var (
@@ -36,7 +36,7 @@ func scanQueue(sc sqldb.Scanner) (*store.Queue, error) {
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	if err := sc.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused); err != nil {
+	if err := sc.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery); err != nil {
 		return nil, err
 	}
 	if rate.Valid {
@@ -57,11 +57,11 @@ func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]*
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.db.ExecContext(ctx, `/* rowq:queues.put */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, NOW(6), NOW(6))
-		ON DUPLICATE KEY UPDATE polling_interval = ?, max_workers = ?, max_dispatches_per_second = ?, max_burst_size = ?, updated_at = NOW(6)`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize,
-		q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
+		ON DUPLICATE KEY UPDATE polling_interval = ?, max_workers = ?, max_dispatches_per_second = ?, max_burst_size = ?, delivery = ?, updated_at = NOW(6)`,
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q),
+		q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
 	if err != nil {
 		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
@@ -72,10 +72,10 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 // queue either way.
 func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.db.ExecContext(ctx, `/* rowq:queues.ensure */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, NOW(6), NOW(6))
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
 		ON DUPLICATE KEY UPDATE name = name`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
 	if err != nil {
 		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}

@@ -160,10 +160,10 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 		return nil, nil
 	}
 	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.grab */
-		UPDATE jobs SET state = 'grabbed', grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4), grabs = grabs + 1
+		UPDATE jobs SET state = $5, grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4), grabs = grabs + 1
 		WHERE id IN (`+grabSelectSQL+`)
 		RETURNING `+jobCols,
-		p.Queue, p.Limit, p.Node, p.Lease.Seconds())
+		p.Queue, p.Limit, p.Node, p.Lease.Seconds(), store.GrabState(p))
 	if err != nil {
 		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
@@ -213,8 +213,8 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 	}
 	n, err := s.exec(ctx, `/* rowq:jobs.release */
 		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
-		WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
-		p.IDs, p.Node)
+		WHERE id = ANY($1) AND state = $3 AND grabbed_by = $2`,
+		p.IDs, p.Node, releasedState(p))
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
@@ -508,4 +508,12 @@ func (s *Store) queueNames(ctx context.Context, query string, queues []string) (
 		return nil, nil
 	}
 	return queryAll(ctx, s, pgx.RowTo[string], query, queues)
+}
+
+// releasedState is the state JobsRelease releases from.
+func releasedState(p *store.JobsReleaseParams) string {
+	if p.Leased {
+		return store.StateLeased
+	}
+	return store.StateGrabbed
 }

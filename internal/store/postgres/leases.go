@@ -118,6 +118,16 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	return jobs, nil
 }
 
+// JobsLeased returns the id and grab count of every leased job of queue.
+func (s *Store) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, error) {
+	out, err := queryAll(ctx, s, pgx.RowToStructByPos[store.JobGrab], `/* rowq:jobs.leased */ SELECT id, grabs FROM jobs
+		WHERE queue_name = $1 AND state = 'leased'`, queue)
+	if err != nil {
+		return nil, fmt.Errorf("list leased jobs of queue %q: %w", queue, mapErr(err))
+	}
+	return out, nil
+}
+
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
 // records its grab's result as cancelled, in one statement.
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -132,4 +142,44 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
+}
+
+// JobsSucceed deletes the jobs the grabs hold and records their results
+// in one statement.
+func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
+	if len(p.Grabs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(p.Grabs))
+	grabs := make([]int32, len(p.Grabs))
+	for i, g := range p.Grabs {
+		ids[i], grabs[i] = g.ID, int32(g.Grabs)
+	}
+	type done struct {
+		ID    int64
+		Grabs int
+		Queue string
+	}
+	deleted, err := queryAll(ctx, s, pgx.RowToStructByPos[done], `/* rowq:jobs.succeed */ WITH g AS (
+			SELECT * FROM unnest($1::bigint[], $2::int[]) AS g(id, grabs)),
+		d AS (
+			DELETE FROM jobs j USING g WHERE j.id = g.id AND j.grabs = g.grabs AND j.state IN ('grabbed', 'leased')
+			RETURNING j.id, j.grabs, j.queue_name),
+		r AS (
+			INSERT INTO job_results (job_id, grabs, status, created_at) SELECT id, grabs, $3, now() FROM d
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
+		SELECT id, grabs, queue_name FROM d`, ids, grabs, p.Status)
+	if err != nil {
+		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
+	}
+	queues := make(map[store.JobGrab]string, len(deleted))
+	for _, d := range deleted {
+		queues[store.JobGrab{ID: d.ID, Grabs: d.Grabs}] = d.Queue
+	}
+	out := make([]string, len(p.Grabs))
+	for i, g := range p.Grabs {
+		out[i] = queues[g]
+		delete(queues, g) // the same grab twice: once
+	}
+	return out, nil
 }

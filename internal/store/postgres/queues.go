@@ -20,11 +20,11 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 	return q, nil
 }
 
-const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused`
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery`
 
 func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
 	var q store.Queue
-	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused)
+	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused, &q.Delivery)
 	return &q, err
 }
 
@@ -32,16 +32,17 @@ func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	got, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.put */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, now(), now())
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, now(), now())
 		ON CONFLICT (name) DO UPDATE SET
 			polling_interval = EXCLUDED.polling_interval,
 			max_workers = EXCLUDED.max_workers,
 			max_dispatches_per_second = EXCLUDED.max_dispatches_per_second,
 			max_burst_size = EXCLUDED.max_burst_size,
+			delivery = EXCLUDED.delivery,
 			updated_at = EXCLUDED.updated_at
 		RETURNING `+queueCols,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
 	if err != nil {
 		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
@@ -52,10 +53,10 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 // queue either way.
 func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.exec(ctx, `/* rowq:queues.ensure */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, now(), now())
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, now(), now())
 		ON CONFLICT (name) DO NOTHING`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize)
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
 	if err != nil {
 		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}

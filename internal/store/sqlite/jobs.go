@@ -106,7 +106,7 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams, h
 // grabSQL is the fetch; EXPLAIN QUERY PLAN of its inner SELECT must show the
 // jobs_fetch index and no temporary B-tree for ORDER BY.
 const grabSQL = `/* rowq:jobs.grab */
-	UPDATE jobs SET state = 'grabbed', grabbed_by = ?1, grabbed_until = ?2, grabs = grabs + 1
+	UPDATE jobs SET state = ?6, grabbed_by = ?1, grabbed_until = ?2, grabs = grabs + 1
 	WHERE id IN (` + grabSelectSQL + `)
 	RETURNING ` + jobCols
 
@@ -115,7 +115,7 @@ const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'wa
 // JobsGrab marks due jobs as grabbed by the node and returns them.
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
 	now := s.micros()
-	rows, err := s.w.QueryContext(ctx, grabSQL, p.Node, now+p.Lease.Microseconds(), p.Queue, now, p.Limit)
+	rows, err := s.w.QueryContext(ctx, grabSQL, p.Node, now+p.Lease.Microseconds(), p.Queue, now, p.Limit, store.GrabState(p))
 	if err != nil {
 		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
@@ -157,7 +157,7 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 
 // JobsComplete deletes jobs the node still holds.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node)
+	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node, store.StateGrabbed)
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs: %w", len(p.IDs), err)
 	}
@@ -167,26 +167,30 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
+	state := store.StateGrabbed
+	if p.Leased {
+		state = store.StateLeased
+	}
 	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
-		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node)
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node, state)
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs: %w", len(p.IDs), err)
 	}
 	return n, nil
 }
 
-// execHeld runs stmt on those of ids that node still holds (it appends
-// the WHERE clause) and returns how many rows it changed.
-func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node string) (int64, error) {
+// execHeld runs stmt on those of ids that node still holds in state (it
+// appends the WHERE clause) and returns how many rows it changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node, state string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, node)
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, state, node)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	stmt += ` WHERE state = 'grabbed' AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	stmt += ` WHERE state = ? AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
 	return affected(s.w.ExecContext(ctx, stmt, args...))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
@@ -123,6 +124,19 @@ func (s *Store) JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredP
 	return jobs, nil
 }
 
+// JobsLeased returns the id and grab count of every leased job of queue.
+func (s *Store) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, error) {
+	out, err := sqldb.QueryAll(ctx, s.r, func(sc sqldb.Scanner) (store.JobGrab, error) {
+		var g store.JobGrab
+		err := sc.Scan(&g.ID, &g.Grabs)
+		return g, err
+	}, `/* rowq:jobs.leased */ SELECT id, grabs FROM jobs WHERE queue_name = ? AND state = 'leased'`, queue)
+	if err != nil {
+		return nil, fmt.Errorf("list leased jobs of queue %q: %w", queue, mapErr(err))
+	}
+	return out, nil
+}
+
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
 // records its grab's result as cancelled, in one transaction.
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -142,4 +156,59 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
 	}
 	return j, nil
+}
+
+// JobsSucceed deletes the jobs the grabs hold and records their results,
+// in one transaction.
+func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
+	if len(p.Grabs) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		args := make([]any, 0, 2*len(p.Grabs))
+		for _, g := range p.Grabs {
+			args = append(args, g.ID, g.Grabs)
+		}
+		rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ DELETE FROM jobs
+			WHERE (id, grabs) IN (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(p.Grabs)), ", ")+`)
+			AND state IN ('grabbed', 'leased') RETURNING id, grabs, queue_name`, args...)
+		if err != nil {
+			return err
+		}
+		deleted := map[store.JobGrab]string{}
+		for rows.Next() {
+			var g store.JobGrab
+			var queue string
+			if err := rows.Scan(&g.ID, &g.Grabs, &queue); err != nil {
+				rows.Close()
+				return err
+			}
+			deleted[g] = queue
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		out = make([]string, len(p.Grabs))
+		results := make([]any, 0, 4*len(deleted))
+		now := s.micros()
+		for i, g := range p.Grabs {
+			if q, ok := deleted[g]; ok {
+				out[i] = q
+				delete(deleted, g) // the same grab twice: once
+				results = append(results, g.ID, g.Grabs, p.Status, now)
+			}
+		}
+		if len(results) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `/* rowq:jobs.succeed */ INSERT INTO job_results (job_id, grabs, status, created_at) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(results)/4), ", ")+
+			` ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at`, results...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
+	}
+	return out, nil
 }
