@@ -103,7 +103,8 @@ func (p *prober) once(now time.Time) time.Duration {
 		// finds nothing, and has its queue looked at again when it parks.
 		// A pull queue grabs only for a waiting lease request, which wakes
 		// it itself: its due jobs wake nobody.
-		if at := r.dueAt.Load(); at != 0 && at <= ns && !r.idlePuller() && r.dueAt.CompareAndSwap(at, 0) {
+		idle := r.idlePuller()
+		if at := r.dueAt.Load(); at != 0 && at <= ns && !idle && r.dueAt.CompareAndSwap(at, 0) {
 			r.unknown.Store(true)
 			r.nudge()
 		}
@@ -112,7 +113,7 @@ func (p *prober) once(now time.Time) time.Duration {
 			r.rescueNow.Store(true)
 			r.nudge()
 		}
-		if at := r.dueAt.Load(); at != 0 {
+		if at := r.dueAt.Load(); at != 0 && !idle {
 			next = min(next, at)
 		}
 		if at := r.expiresAt.Load(); at != 0 {
