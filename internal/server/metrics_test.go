@@ -64,9 +64,12 @@ func TestServer_MetricsReportQueueStatistics(t *testing.T) {
 		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "good"})
 		push(t, a, "cat", map[string]any{"url": w.URL, "payload": "bad"})
 		var m map[string]float64
+		// A scrape reads the database, then adds this node's counts not yet
+		// written: an outcome recorded in between shows in completes_total
+		// before its job leaves outstanding_jobs, until the next scrape.
 		testworker.WaitFor(t, 10*time.Second, "both outcomes in /metrics", func() bool {
 			m = scrape(t, a)
-			return m[`rowq_queue_completes_total{queue="q"}`] == 2
+			return m[`rowq_queue_completes_total{queue="q"}`] == 2 && m[`rowq_queue_outstanding_jobs{queue="q"}`] == 0
 		})
 		want := map[string]float64{
 			`rowq_stats_up`:                                  1,
