@@ -37,9 +37,7 @@ func (d *Dispatcher) Wake(queue string) {
 // learn when (probe.go); a leader on another node is nudged, and looks
 // when its runner parks again.
 func (d *Dispatcher) Later(queue string) {
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
+	r := d.runner(queue)
 	switch {
 	case r != nil:
 		r.later()
@@ -73,13 +71,18 @@ func (d *Dispatcher) Changed(queue string) {
 // wakeLocal tells the runner of queue, if this node leads it, that a job
 // is due now, and reports whether this node leads it.
 func (d *Dispatcher) wakeLocal(queue string) bool {
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
+	r := d.runner(queue)
 	if r != nil {
 		r.nudge()
 	}
 	return r != nil
+}
+
+// runner returns this node's runner of queue, nil when it does not lead it.
+func (d *Dispatcher) runner(queue string) *runner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runners[queue]
 }
 
 // refreshNow asks for a leadership cycle now instead of at the next tick,

@@ -119,9 +119,7 @@ func (d *Dispatcher) Reserve(queue string) *Handoff {
 	if !d.cfg.Handoff || !d.fresh() {
 		return nil
 	}
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
+	r := d.runner(queue)
 	if r == nil || !r.reserve() {
 		return nil
 	}

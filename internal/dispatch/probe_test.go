@@ -49,26 +49,9 @@ func TestIdleQueuesShareOneLook(t *testing.T) {
 			t.Parallel()
 			const queues = 50
 			ctx := context.Background()
-			s := &countingStore{Store: dbtest.Open(t, dialect)}
-			for i := range queues {
-				if _, err := s.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: 50, MaxWorkers: 5}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := idleQueues(t, dialect, queues, 50)
 			w := testworker.New(t, nil)
-			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", RescueInterval: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-			if err := d.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				stop, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				d.Stop(stop)
-			})
-			testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
-				led, err := s.QueuesLed(ctx, "n1")
-				return err == nil && len(led) == queues
-			})
+			leadAll(t, s, dispatch.Config{RescueInterval: 300 * time.Millisecond}, queues)
 			// Each runner grabs once when it starts, then parks.
 			testworker.WaitFor(t, 30*time.Second, "every runner's first grab", func() bool { return s.grabs.Load() >= queues })
 			time.Sleep(200 * time.Millisecond)
@@ -121,12 +104,7 @@ func TestIdleQueuesKnowWhenTheyAreDue(t *testing.T) {
 			t.Parallel()
 			const queues = 200
 			ctx := context.Background()
-			s := &countingStore{Store: dbtest.Open(t, dialect)}
-			for i := range queues {
-				if _, err := s.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: 60000, MaxWorkers: 5}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := idleQueues(t, dialect, queues, 60000)
 			// The first delivery of "retry" fails and asks for a retry in
 			// 1 s; every other delivery succeeds.
 			w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
@@ -135,19 +113,7 @@ func TestIdleQueuesKnowWhenTheyAreDue(t *testing.T) {
 				}
 				return 200, `{"status":"success"}`, 0
 			})
-			d := dispatch.New(dispatch.Config{Store: s, Node: "n1", Host: "n1:1", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-			if err := d.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				stop, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				d.Stop(stop)
-			})
-			testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
-				led, err := s.QueuesLed(ctx, "n1")
-				return err == nil && len(led) == queues
-			})
+			d := leadAll(t, s, dispatch.Config{}, queues)
 			testworker.WaitFor(t, 30*time.Second, "the first look", func() bool { return s.probes.Load() >= 1 })
 			time.Sleep(time.Second)
 			// 200 queues led at once start cold: the prober looks at them
@@ -189,4 +155,39 @@ func TestIdleQueuesKnowWhenTheyAreDue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// idleQueues opens a store of the dialect, counting its looks, with n
+// queues q0… of the polling interval (ms).
+func idleQueues(t *testing.T, dialect string, n, interval int) *countingStore {
+	t.Helper()
+	s := &countingStore{Store: dbtest.Open(t, dialect)}
+	for i := range n {
+		if _, err := s.QueuePut(context.Background(), &store.Queue{Name: fmt.Sprintf("q%d", i), PollingInterval: interval, MaxWorkers: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// leadAll starts a dispatcher of node n1 on s with cfg, stopped when the
+// test ends, and waits until it leads all n queues.
+func leadAll(t *testing.T, s *countingStore, cfg dispatch.Config, n int) *dispatch.Dispatcher {
+	t.Helper()
+	cfg.Store, cfg.Node, cfg.Host = s, "n1", "n1:1"
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	d := dispatch.New(cfg)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(stop)
+	})
+	testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
+		led, err := s.QueuesLed(context.Background(), "n1")
+		return err == nil && len(led) == n
+	})
+	return d
 }

@@ -125,9 +125,7 @@ func (d *Dispatcher) Pull(ctx context.Context, p *PullRequest) ([]Pulled, error)
 		return nil, nil // the node is stopping
 	default:
 	}
-	d.mu.Lock()
-	r := d.runners[p.Queue]
-	d.mu.Unlock()
+	r := d.runner(p.Queue)
 	if r == nil {
 		return nil, ErrNotLeader
 	}
@@ -445,9 +443,7 @@ func (r *runner) unpull(jobs []*store.Job) {
 // (completed, failed or cancelled through this node): its worker slot, if
 // it holds one, comes free. A leader on another node is nudged.
 func (d *Dispatcher) leaseEnded(queue string, g store.JobGrab) {
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
+	r := d.runner(queue)
 	switch {
 	case r != nil:
 		r.leaseEnded(g)
@@ -459,9 +455,7 @@ func (d *Dispatcher) leaseEnded(queue string, g store.JobGrab) {
 // LeasesEnded handles a nudge from another node (POST /queue/{name}/wake
 // with "finished"): the leases of grabs gs of queue ended there.
 func (d *Dispatcher) LeasesEnded(queue string, gs []store.JobGrab) {
-	d.mu.Lock()
-	r := d.runners[queue]
-	d.mu.Unlock()
+	r := d.runner(queue)
 	if r == nil {
 		return
 	}

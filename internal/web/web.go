@@ -181,6 +181,12 @@ type queueRow struct {
 func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	after := r.URL.Query().Get("after")
+	if after != "" && d.cfg.CheckName != nil {
+		if err := d.cfg.CheckName(after); err != nil {
+			d.message(w, r, http.StatusBadRequest, "after: "+err.Error())
+			return
+		}
+	}
 	qs, err := d.cfg.Store.QueueList(ctx, &store.QueueListParams{After: after, Limit: queuePage + 1})
 	if err != nil {
 		d.fail(w, r, err)

@@ -207,6 +207,8 @@ func TestDashboard_QueuePages(t *testing.T) {
 	if strings.Contains(body, `id="queue-mail"`) || strings.Contains(body, "Next 500") {
 		t.Error("/ui?after=t0497: not the last page")
 	}
+	body = b.get(t, "/ui?after=a%20b", http.StatusBadRequest)
+	contains(t, "/ui?after=a%20b", body, `after: name: &#34;a b&#34;: use letters`)
 }
 
 // TestDashboard_QueueShowsWorkerHostsInTrouble: the queue page lists the
