@@ -108,6 +108,7 @@ func (r *runner) process(j *store.Job) {
 			}
 			return err
 		})
+		r.later()
 	case res.Status == StatusAccepted:
 		// Counted when the worker completes it (Dispatcher.Complete); its
 		// worker slot comes free now.

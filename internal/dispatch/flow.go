@@ -350,6 +350,7 @@ func (r *runner) hold(j *store.Job, wait time.Duration) {
 	if err != nil && r.d.deliverCtx.Err() == nil {
 		r.log.Warn("job held back was taken from this node before it was put back; it will be delivered again", "job_id", j.ID, "err", err)
 	}
+	r.later() // due again after wait: the prober learns when
 }
 
 // saveHosts records, for each queue whose flow control changed since, the
