@@ -333,6 +333,7 @@ func (r *runner) holdLeases(jobs []*store.Job) {
 	if len(jobs) == 0 {
 		return
 	}
+	r.later() // their leases run out some day: the prober learns when
 	r.pull.mu.Lock()
 	defer r.pull.mu.Unlock()
 	if r.pull.leases == nil {
