@@ -1,8 +1,8 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -26,17 +26,18 @@ import (
 //     most once per polling_interval), and when a job is enqueued for
 //     later or a retry or lease is recorded while it is parked (Later);
 //   - anything that escaped both (a nudge lost while the queue changed
-//     leader, a job written by another program): the sweep, which looks at
-//     the parked queues not looked at for a polling_interval, the
-//     longest-unlooked first, at most sweepRate queues a second, with
-//     store.JobsExpired as well, at most once a RescueInterval per queue
-//     (grabs whose holder unregistered).
+//     leader, a job written by another program): the sweep, once a
+//     sweepGap, which looks at the parked queues not looked at for a
+//     polling_interval, the longest-unlooked first, at most sweepRate of
+//     them, with store.JobsExpired as well, at most once a RescueInterval
+//     per queue (grabs whose holder unregistered).
 //
 // So the statements an idle node sends do not grow with its queues: at
 // most one look a probeGap for the queues that parked or were told of
-// later work, and the sweep's sweepRate/probeChunk a second. What grows
-// is how long the sweep takes to come round (about N/sweepRate seconds for
-// N queues), which only the jobs no wake-up announced wait for.
+// later work (none while they stay idle), and one sweep a sweepGap. What
+// grows is how long the sweep takes to come round (about N/sweepRate
+// sweepGaps for N queues), which only the jobs no wake-up announced wait
+// for.
 
 // probeGap spaces the prober's looks, so that queues parking at about the
 // same time share one statement. Nothing due now waits for a look: jobs
@@ -47,7 +48,12 @@ const probeGap = 100 * time.Millisecond
 // due, so that the sweep comes round.
 const probeMaxSleep = time.Second
 
-// sweepRate bounds the queues the sweep looks at per second: one chunk.
+// sweepGap spaces the sweeps: an idle node's one statement a sweepGap,
+// whether its queues' polling_intervals are short or long. A sweep shares
+// its statement with the looks due at the time.
+const sweepGap = time.Second
+
+// sweepRate bounds the queues one sweep looks at: one chunk.
 const sweepRate = probeChunk
 
 // probeChunk bounds the queue names one look sends, so that a node leading
@@ -58,7 +64,7 @@ func (d *Dispatcher) probe() {
 	defer close(d.probeDone)
 	t := time.NewTimer(0)
 	defer t.Stop()
-	p := prober{d: d, budget: sweepRate}
+	p := prober{d: d}
 	for {
 		select {
 		case <-d.stop:
@@ -74,22 +80,15 @@ func (d *Dispatcher) probe() {
 
 // prober is the state of the prober's loop.
 type prober struct {
-	d *Dispatcher
-	// budget is how many queues the sweep may look at now; it grows by
-	// sweepRate a second, up to sweepRate.
-	budget   float64
-	lastRun  time.Time
-	lastLook time.Time
+	d         *Dispatcher
+	lastLook  time.Time
+	lastSweep time.Time
 }
 
 // once wakes the parked runners whose work fell due, looks at the queues
 // that need a look (and the sweep's share), and returns how long to sleep.
 func (p *prober) once(now time.Time) time.Duration {
 	d := p.d
-	if !p.lastRun.IsZero() {
-		p.budget = min(p.budget+now.Sub(p.lastRun).Seconds()*sweepRate, sweepRate)
-	}
-	p.lastRun = now
 	ns := now.UnixNano()
 	next := ns + int64(probeMaxSleep)
 	mayLook := now.Sub(p.lastLook) >= probeGap
@@ -137,35 +136,50 @@ func (p *prober) once(now time.Time) time.Duration {
 	d.mu.Unlock()
 	switch {
 	case len(sweep) == 0:
-	case !mayLook:
-		next = min(next, p.lastLook.Add(probeGap).UnixNano())
+	case !mayLook || now.Sub(p.lastSweep) < sweepGap:
+		next = min(next, max(p.lastLook.Add(probeGap).UnixNano(), p.lastSweep.Add(sweepGap).UnixNano()))
 		sweep = nil
-	case len(sweep) <= int(p.budget):
-		p.budget -= float64(len(sweep))
-	case p.budget >= sweepRate:
-		// More than a second's worth: once a second, the longest-unlooked
-		// first (one sort a second, however many queues).
-		slices.SortFunc(sweep, func(a, b *runner) int { return cmp.Compare(a.lookedAt.Load(), b.lookedAt.Load()) })
-		sweep = sweep[:sweepRate]
-		p.budget -= sweepRate
-	default:
-		// Wait until a second's worth has built up.
-		next = min(next, ns+int64((sweepRate-p.budget)/sweepRate*float64(time.Second)))
-		sweep = nil
+	case len(sweep) > sweepRate:
+		sweep = longestUnlooked(sweep, sweepRate)
+		next = min(next, now.Add(sweepGap).UnixNano()) // the rest at the next sweep
+	}
+	if len(sweep) > 0 {
+		p.lastSweep = now
 	}
 	if len(sweep) > 0 || len(look) > 0 {
 		p.lastLook = now
-		p.look(slices.Concat(look, sweep))
-		// The queues looked at have new times to sleep until, not in next.
-		next = min(next, now.Add(probeGap).UnixNano())
+		// The queues looked at have new times to sleep until.
+		next = min(next, p.look(slices.Concat(look, sweep)))
 	}
 	return max(time.Duration(next-time.Now().UnixNano()), time.Millisecond)
 }
 
+// longestUnlooked returns the n runners of rs looked at longest ago, in
+// any order; it reorders rs. It sorts their times, not the runners: one
+// sort of integers a sweep, however many queues.
+func longestUnlooked(rs []*runner, n int) []*runner {
+	times := make([]int64, len(rs))
+	for i, r := range rs {
+		times[i] = r.lookedAt.Load()
+	}
+	slices.Sort(times)
+	limit := times[n-1]
+	out := rs[:0]
+	for _, r := range rs {
+		if len(out) < n && r.lookedAt.Load() <= limit {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // look asks when the queues of runners next need them, wakes those with
 // work due now, and notes the rest's times; it also asks which hold a grab
-// whose holder is gone, of those not asked for a RescueInterval.
-func (p *prober) look(runners []*runner) {
+// whose holder is gone, of those not asked for a RescueInterval. It returns
+// the earliest of the times it noted (UnixNano), when the prober must wake
+// next for these queues, or MaxInt64.
+func (p *prober) look(runners []*runner) (next int64) {
+	next = math.MaxInt64
 	d := p.d
 	asked := make([]int64, len(runners))
 	names := make([]string, len(runners))
@@ -182,7 +196,7 @@ func (p *prober) look(runners []*runner) {
 			r.rescueNow.Store(true)
 			r.nudge()
 		}
-		return
+		return next
 	}
 	byName := make(map[string]store.QueueDue, len(due))
 	for _, q := range due {
@@ -207,24 +221,40 @@ func (p *prober) look(runners []*runner) {
 			r.dueAt.Store(0)
 			r.nudge()
 		}
+		if at := r.dueAt.Load(); at != 0 && !r.idlePuller() {
+			next = min(next, at)
+		}
+		if at := r.expiresAt.Load(); at != 0 {
+			next = min(next, at)
+		}
+		if r.lookAt.Load() != 0 {
+			next = min(next, ns+int64(probeGap)) // asked again meanwhile
+		}
+		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
+		next = min(next, ns+int64(max(interval, sweepGap)))
 	}
-	// Grabs whose holder unregistered: asked of each queue at most once a
-	// RescueInterval, and of a queue whose runner started cold at its
-	// first look.
+	// Grabs whose holder unregistered: asked of each queue that has a grab
+	// or a lease at all, at most once a RescueInterval, and of a queue
+	// whose runner started cold at its first look that finds one. A queue
+	// the look found no grab or lease in has none to rescue: most idle
+	// queues are not asked.
 	var sweepNames []string
 	for _, r := range runners {
+		if q, ok := byName[r.name]; !ok || q.Expiry == store.Never {
+			continue
+		}
 		if ns-r.expiredAt >= int64(d.cfg.RescueInterval) {
 			r.expiredAt = ns
 			sweepNames = append(sweepNames, r.name)
 		}
 	}
 	if len(sweepNames) == 0 {
-		return
+		return next
 	}
 	expired, err := inChunks(sweepNames, d.cfg.Store.JobsExpired)
 	if err != nil {
 		d.log.Debug("look for expired grabs failed", "err", err)
-		return
+		return next
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -234,6 +264,7 @@ func (p *prober) look(runners []*runner) {
 			r.nudge()
 		}
 	}
+	return next
 }
 
 // idlePuller reports whether r serves a pull queue and no lease request
