@@ -142,6 +142,9 @@ type Dispatcher struct {
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[int64, struct{}]
+	// hostsDirty is set when a runner's worker hosts changed since the
+	// last saveHosts (flow.go).
+	hostsDirty atomic.Bool
 	// holds puts back the jobs held back for their worker host (flow.go).
 	holds *batch.Batcher[store.JobDelay, struct{}]
 	// succeed records the successes workers report (Complete) many at a
@@ -191,6 +194,10 @@ type Dispatcher struct {
 	led                   []*store.Queue
 	ledPauses             uint64
 	moving                bool
+	// synced is the led that sync last applied, with its pauses: sync
+	// of the same read again has nothing to do.
+	synced       []*store.Queue
+	syncedPauses uint64
 
 	// pullsEnded is closed by EndPulls: lease requests wait no more.
 	pullsEnded   chan struct{}
@@ -280,10 +287,12 @@ func (d *Dispatcher) loop() {
 // the last count of queues per node (store.NodesLive) and the last read of
 // the queues this node leads (store.QueuesLed) while nothing says they
 // changed: both read every queue, so that a cycle of a node leading
-// 10,000 idle queues would read 20,000 rows a second doing nothing.
+// 10,000 idle queues would read 20,000 rows a second doing nothing. What
+// the reuse can miss (a queue deleted, a settings change through another
+// node whose nudge was lost) is rare, and applies within that many cycles.
 const (
-	countEvery = 10
-	readEvery  = 10
+	countEvery = 30
+	readEvery  = 30
 )
 
 // coldAbove is how many queues a leadership cycle may start leading before
@@ -456,6 +465,10 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 		return // Stop retires every runner
 	default:
 	}
+	if len(led) > 0 && len(led) == len(d.synced) && &led[0] == &d.synced[0] && pauses == d.syncedPauses {
+		return // the read applied last time: a node leading many idle queues walks none of them
+	}
+	d.synced, d.syncedPauses = led, pauses
 	// Many queues led at once (a node starting, or taking over a dead
 	// node's share) start cold: parked, their first look and rescue left
 	// to the prober, which asks for a thousand queues per statement,

@@ -87,6 +87,9 @@ type hostFlow struct {
 	// admission and bookkeeping return at once.
 	n     atomic.Int32
 	dirty atomic.Bool // changed since last recorded in the database
+	// anyDirty is the dispatcher's: set with dirty, so that a leadership
+	// cycle in which no host changed walks no runner (saveHosts).
+	anyDirty *atomic.Bool
 	// open is Config.BreakerOpen (0: defaultBreakerOpen).
 	open  time.Duration
 	mu    sync.Mutex
@@ -154,7 +157,7 @@ func (f *hostFlow) admitAt(j *store.Job, now time.Time) time.Duration {
 			return h.until.Sub(now)
 		}
 		h.state = store.BreakerHalfOpen
-		f.dirty.Store(true)
+		f.changed()
 		fallthrough
 	case store.BreakerHalfOpen:
 		if h.probe != 0 && h.probe != j.ID {
@@ -240,7 +243,7 @@ func (f *hostFlow) observe(j *store.Job, res *Result, began, now time.Time, infl
 			h.recover(now)
 		}
 	}
-	f.dirty.Store(true)
+	f.changed()
 	if h.state == store.BreakerClosed && h.fails == 0 && h.rate == 0 {
 		delete(f.hosts, key)
 		f.n.Add(-1)
@@ -356,6 +359,9 @@ func (r *runner) hold(j *store.Job, wait time.Duration) {
 // saveHosts records, for each queue whose flow control changed since, the
 // hosts its runner slows down or holds back.
 func (d *Dispatcher) saveHosts() {
+	if !d.hostsDirty.Swap(false) {
+		return
+	}
 	d.mu.Lock()
 	var changed []*runner
 	for _, r := range d.runners {
@@ -369,8 +375,16 @@ func (d *Dispatcher) saveHosts() {
 		err := d.cfg.Store.WorkerHostsSet(ctx, &store.WorkerHostsSetParams{Queue: r.name, Node: d.cfg.Node, Hosts: r.flow.snapshot()})
 		cancel()
 		if err != nil {
-			r.flow.dirty.Store(true) // the next cycle tries again
+			r.flow.changed() // the next cycle tries again
 			r.log.Debug("record worker hosts failed", "err", err)
 		}
+	}
+}
+
+// changed marks f as to be recorded at the next leadership cycle.
+func (f *hostFlow) changed() {
+	f.dirty.Store(true)
+	if f.anyDirty != nil {
+		f.anyDirty.Store(true)
 	}
 }

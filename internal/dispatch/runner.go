@@ -81,6 +81,7 @@ func newRunner(d *Dispatcher, q *store.Queue) *runner {
 	}
 	r.settings.Store(q)
 	r.flow.open = d.cfg.BreakerOpen
+	r.flow.anyDirty = &d.hostsDirty
 	return r
 }
 

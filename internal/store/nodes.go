@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -50,6 +51,22 @@ type NodeStore interface {
 type Glance struct {
 	Nodes []string // live node ids, ordered
 	Free  bool     // some queue has no leader
+}
+
+// GlanceOf makes the Glance of the rows of one statement that selects the
+// live node ids and, when a queue is free, one NULL, in any order: a
+// glance at both costs one round trip.
+func GlanceOf(rows []*string) *Glance {
+	g := &Glance{Nodes: make([]string, 0, len(rows))}
+	for _, id := range rows {
+		if id == nil {
+			g.Free = true
+		} else {
+			g.Nodes = append(g.Nodes, *id)
+		}
+	}
+	slices.Sort(g.Nodes) // byte order, as the ids' collation
+	return g
 }
 
 // Cluster is the live nodes of a database and the queues they share

@@ -180,20 +180,19 @@ func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
 	return &c, nil
 }
 
-// NodesGlance returns the live node ids and whether a queue is free: one
-// short read of nodes, one probe of queues_leader.
+// NodesGlance returns the live node ids and whether a queue is free, in
+// one statement: a short read of nodes, and a probe of queues_leader that
+// adds a NULL row when a queue has no leader (store.GlanceOf).
 func (s *Store) NodesGlance(ctx context.Context) (*store.Glance, error) {
-	var g store.Glance
+	var rows []*string
 	err := retry(ctx, func() error {
 		var err error
-		g.Nodes, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > NOW(6) ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		return s.db.QueryRowContext(ctx, `/* rowq:nodes.glance */ SELECT EXISTS (SELECT 1 FROM queues WHERE leader IS NULL)`).Scan(&g.Free)
+		rows, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanNullString, `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > NOW(6)
+			UNION ALL SELECT NULL FROM DUAL WHERE EXISTS (SELECT 1 FROM queues WHERE leader IS NULL)`)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("glance at the nodes: %w", mapErr(err))
 	}
-	return &g, nil
+	return store.GlanceOf(rows), nil
 }

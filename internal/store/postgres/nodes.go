@@ -168,17 +168,14 @@ func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
 	return &c, nil
 }
 
-// NodesGlance returns the live node ids and whether a queue is free: one
-// short read of nodes, one probe of queues_leader.
+// NodesGlance returns the live node ids and whether a queue is free, in
+// one statement: a short read of nodes, and a probe of queues_leader that
+// adds a NULL row when a queue has no leader (store.GlanceOf).
 func (s *Store) NodesGlance(ctx context.Context) (*store.Glance, error) {
-	var g store.Glance
-	var err error
-	g.Nodes, err = queryAll(ctx, s, pgx.RowTo[string], `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > now() ORDER BY id`)
-	if err == nil {
-		g.Free, err = queryOne(ctx, s, pgx.RowTo[bool], `/* rowq:nodes.glance */ SELECT EXISTS (SELECT 1 FROM queues WHERE leader IS NULL)`)
-	}
+	rows, err := queryAll(ctx, s, pgx.RowTo[*string], `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > now()
+		UNION ALL SELECT NULL WHERE EXISTS (SELECT 1 FROM queues WHERE leader IS NULL)`)
 	if err != nil {
 		return nil, fmt.Errorf("glance at the nodes: %w", mapErr(err))
 	}
-	return &g, nil
+	return store.GlanceOf(rows), nil
 }

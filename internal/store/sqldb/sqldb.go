@@ -56,6 +56,13 @@ func ScanString(row Scanner) (string, error) {
 	return v, err
 }
 
+// ScanNullString scans a row of one text column that may be NULL (nil).
+func ScanNullString(row Scanner) (*string, error) {
+	var v *string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // ScanInt64 scans a row of one integer column, for QueryAll and QueryOne.
 func ScanInt64(row Scanner) (int64, error) {
 	var v int64
