@@ -36,6 +36,9 @@ type Config struct {
 	NodeTTL               time.Duration
 	GrabLease             time.Duration
 	RescueInterval        time.Duration
+	// OutboxIdlePoll is the wait between two probes of the outbox on
+	// MySQL/MariaDB and SQLite once it has stayed empty for a minute.
+	OutboxIdlePoll time.Duration
 	// BreakerOpen is how long a worker host's circuit breaker first stays
 	// open (doubled on each failed probe, at most 20 times as long).
 	BreakerOpen  time.Duration
@@ -100,6 +103,7 @@ func Default() Config {
 		GrabLease:                   30 * time.Second,
 		RescueInterval:              5 * time.Second,
 		BreakerOpen:                 30 * time.Second,
+		OutboxIdlePoll:              500 * time.Millisecond,
 		ScheduleMisfireGrace:        5 * time.Second,
 		MaxBodyBytes:                1 << 20,
 		DispatchUserAgent:           "rowq",
@@ -148,6 +152,8 @@ func (c *Config) options() []option {
 			usage: "how long a grabbed job stays held without renewal (renewed every third of it while delivering)"},
 		{flag: "rescue-interval", env: "ROWQ_RESCUE_INTERVAL", value: (*durValue)(&c.RescueInterval),
 			usage: "how often a queue's dispatcher frees grabs whose holder vanished"},
+		{flag: "outbox-idle-poll", env: "ROWQ_OUTBOX_IDLE_POLL", value: (*durValue)(&c.OutboxIdlePoll),
+			usage: "wait between probes of an outbox empty for a minute, on MySQL/MariaDB and SQLite (50ms keeps the busy rate)"},
 		{flag: "breaker-open", env: "ROWQ_BREAKER_OPEN", value: (*durValue)(&c.BreakerOpen),
 			usage: "how long a worker host's circuit breaker first stays open after 5 connection failures or timeouts in a row"},
 		{flag: "schedule-misfire-grace", env: "ROWQ_SCHEDULE_MISFIRE_GRACE", value: (*durValue)(&c.ScheduleMisfireGrace),
@@ -307,6 +313,7 @@ func (c *Config) Validate() error {
 	check(c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
 	check(c.GrabLease >= 300*time.Millisecond, "grab-lease: must be at least 300ms, got %v", c.GrabLease)
 	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
+	check(c.OutboxIdlePoll >= 50*time.Millisecond && c.OutboxIdlePoll <= 10*time.Second, "outbox-idle-poll: must be 50ms..10s, got %v", c.OutboxIdlePoll)
 	check(c.BreakerOpen >= 100*time.Millisecond && c.BreakerOpen <= time.Hour, "breaker-open: must be 100ms..1h, got %v", c.BreakerOpen)
 	check(c.ScheduleMisfireGrace >= time.Second && c.ScheduleMisfireGrace <= 24*time.Hour,
 		"schedule-misfire-grace: must be 1s..24h, got %v", c.ScheduleMisfireGrace)

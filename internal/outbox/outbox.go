@@ -10,8 +10,8 @@
 // rows in the outbox for the next one, and none is moved twice.
 //
 // The mover probes the outbox with one indexed read, every 5 ms after a
-// batch that found rows, backing off to PollInterval while it stays empty.
-// On PostgreSQL, once the outbox stayed empty that long, it waits instead
+// batch that found rows, backing off to PollInterval while it stays empty,
+// and to IdlePoll once it has stayed empty for IdleAfter. On PostgreSQL, once the outbox stayed empty that long, it waits instead
 // for the notification a trigger on rowq_outbox sends at the commit of an
 // insert, which the trigger sends only while the mover waits for one.
 package outbox
@@ -78,6 +78,12 @@ type Config struct {
 	// while it stays empty, where the store cannot announce inserts
 	// (50 ms when zero).
 	PollInterval time.Duration
+	// IdlePoll is the wait between two probes once the outbox has stayed
+	// empty for IdleAfter (500 ms and a minute when zero; never shorter
+	// than PollInterval): the probes of an outbox that is not used cost
+	// little, and a row that ends a quiet minute waits for one.
+	IdlePoll  time.Duration
+	IdleAfter time.Duration
 	// ListenPollInterval is the wait between two probes while the mover
 	// listens for the store's announcements (PostgreSQL), the safety net
 	// for a lost notification (1 s when zero).
@@ -103,6 +109,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.IdlePoll <= 0 {
+		c.IdlePoll = 500 * time.Millisecond
+	}
+	c.IdlePoll = max(c.IdlePoll, c.PollInterval)
+	if c.IdleAfter <= 0 {
+		c.IdleAfter = time.Minute
 	}
 	if c.ListenPollInterval <= 0 {
 		c.ListenPollInterval = time.Second
@@ -219,6 +232,7 @@ func (m *Mover) term(ctx context.Context) {
 
 	checkAt := time.Now().Add(m.cfg.CheckInterval)
 	poll := minPoll
+	lastRows := time.Now() // when a batch last found rows
 	failing := false
 	// waiting: the database was told that this mover waits for the
 	// announcement of the next commit (store.OutboxWaiting). It says so
@@ -250,6 +264,9 @@ func (m *Mover) term(ctx context.Context) {
 			checkAt = time.Now().Add(m.cfg.CheckInterval)
 		}
 		n, err := m.moveBatch(tctx)
+		if n > 0 {
+			lastRows = time.Now()
+		}
 		if waiting && (n > 0 || !listening.Load()) {
 			setWaiting(tctx, false)
 		}
@@ -278,6 +295,8 @@ func (m *Mover) term(ctx context.Context) {
 				if setWaiting(tctx, true) {
 					continue // read once more: a commit just before was not announced
 				}
+			case time.Since(lastRows) >= m.cfg.IdleAfter:
+				poll = min(2*poll, m.cfg.IdlePoll)
 			default:
 				poll = min(2*poll, m.cfg.PollInterval)
 			}

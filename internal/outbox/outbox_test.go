@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +96,66 @@ func jobs(t *testing.T, st store.Store) int {
 		t.Fatal(err)
 	}
 	return len(js)
+}
+
+// countingOutbox counts the probes (reads) of a real store's outbox.
+type countingOutbox struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (c *countingOutbox) OutboxRead(ctx context.Context, limit int) ([]*store.OutboxRow, error) {
+	c.reads.Add(1)
+	return c.Store.OutboxRead(ctx, limit)
+}
+
+// TestMover_IdleProbesSlowly: where the store cannot announce inserts
+// (MySQL/MariaDB, SQLite), an outbox that stays empty for IdleAfter is
+// probed every IdlePoll instead of every PollInterval; a row moves at the
+// next probe, and the probes speed up again.
+func TestMover_IdleProbesSlowly(t *testing.T) {
+	for _, dialect := range []string{"mysql", "sqlite"} {
+		t.Run(dialect, func(t *testing.T) {
+			st := &countingOutbox{Store: dbtest.Open(t, dialect)}
+			ctx := t.Context()
+			if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 200, MaxWorkers: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.RoutingPut(ctx, &store.Routing{JobCategory: "cat", QueueName: "q"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "n", Host: "n", TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			enq := enqueue.New(enqueue.Config{Store: st})
+			t.Cleanup(func() { enq.Stop(context.Background()) })
+			m := outbox.New(outbox.Config{Store: st, Enqueue: enq, Node: "n", Nodes: storeNodes{st},
+				PollInterval: 20 * time.Millisecond, IdleAfter: time.Second, IdlePoll: 400 * time.Millisecond})
+			if err := m.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Stop(context.Background()) })
+			testworker.WaitFor(t, 5*time.Second, "moving", m.Moving)
+			probes := func(d time.Duration) int64 {
+				before := st.reads.Load()
+				time.Sleep(d)
+				return st.reads.Load() - before
+			}
+			if n := probes(800 * time.Millisecond); n < 20 {
+				t.Fatalf("fresh mover probed %d times in 800 ms, want about 40 (every 20 ms)", n)
+			}
+			time.Sleep(300 * time.Millisecond) // past IdleAfter
+			if n := probes(2 * time.Second); n > 7 {
+				t.Fatalf("idle mover probed %d times in 2 s, want about 5 (every 400 ms)", n)
+			}
+			url := "http://127.0.0.1:1/"
+			if err := st.OutboxInsert(ctx, []*store.OutboxRow{{Category: "cat", URL: &url}}); err != nil {
+				t.Fatal(err)
+			}
+			testworker.WaitFor(t, 2*time.Second, "the row moved", func() bool { return jobs(t, st) == 1 })
+			if n := probes(500 * time.Millisecond); n < 10 {
+				t.Fatalf("after a row the mover probed %d times in 500 ms, want about 25 (every 20 ms)", n)
+			}
+		})
+	}
 }

@@ -274,6 +274,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Node:       cfg.NodeID,
 		Nodes:      disp,
 		WorkerURLs: s.workerURLs,
+		IdlePoll:   cfg.OutboxIdlePoll,
 		// The dispatcher reads the live nodes, which elect the mover, at
 		// this interval too.
 		CheckInterval: cfg.ConfigRefreshInterval,
