@@ -16,7 +16,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxSleep     = time.Second
+	// DefaultMaxSleep is the longest wait between two looks at the due
+	// schedules, four fifths of the misfire grace when that is shorter: a
+	// tick that no node's look saw coming (its schedule was put on a node
+	// that died before it fell due) still fires on time at the next look.
+	DefaultMaxSleep     = 4 * time.Second
 	DefaultMisfireGrace = 5 * time.Second
 	dueBatch            = 100
 	// maxTickScan bounds how many missed ticks are walked one by one after
@@ -44,7 +48,9 @@ type Config struct {
 	// Now is the clock; nil means the database's (Store.Now). Tests inject
 	// one to cross clock changes without waiting for them.
 	Now func(ctx context.Context) (time.Time, error)
-	// MaxSleep bounds the wait between two looks at the due schedules.
+	// MaxSleep bounds the wait between two looks at the due schedules
+	// (DefaultMaxSleep when zero). Each look reads the schedules due
+	// within MaxSleep, and sleeps until the earliest.
 	MaxSleep time.Duration
 	// MisfireGrace is how late a tick may fire and still count as on time;
 	// an older tick is a misfire, handled by the schedule's policy.
@@ -71,11 +77,11 @@ func New(cfg Config) *Scheduler {
 		st := cfg.Store // looked up when called: New must not need a store
 		cfg.Now = func(ctx context.Context) (time.Time, error) { return st.Now(ctx) }
 	}
-	if cfg.MaxSleep <= 0 {
-		cfg.MaxSleep = DefaultMaxSleep
-	}
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = DefaultMisfireGrace
+	}
+	if cfg.MaxSleep <= 0 {
+		cfg.MaxSleep = min(DefaultMaxSleep, cfg.MisfireGrace*4/5)
 	}
 	return &Scheduler{
 		cfg: cfg, log: cfg.Logger.With("component", "schedule"),
