@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +279,44 @@ func TestVerifier_ModesAndUnavailable(t *testing.T) {
 		_, err := v.Check(ctx, tok)
 		return errors.Is(err, store.ErrUnavailable)
 	})
+}
+
+// countingTokens counts the reads of a real store's tokens.
+type countingTokens struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (c *countingTokens) TokenList(ctx context.Context) ([]*store.Token, error) {
+	c.reads.Add(1)
+	return c.Store.TokenList(ctx)
+}
+
+// An idle node reads no tokens; the request that ends its idleness reads
+// them first, so it sees a token revoked meanwhile.
+func TestVerifier_IdleReadsNothing(t *testing.T) {
+	st := &countingTokens{Store: dbtest.Open(t, "sqlite")}
+	ctx := t.Context()
+	tok := create(t, st, "t", []string{"read"}, 0)
+	v := newVerifier(t, st, auth.Config{})
+	if _, err := v.Check(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the read the check asked for
+	before := st.reads.Load()
+	time.Sleep(500 * time.Millisecond) // ten intervals without a request
+	if n := st.reads.Load() - before; n != 0 {
+		t.Fatalf("an idle verifier read the tokens %d times in 10 intervals, want 0", n)
+	}
+	if _, err := st.TokenRevoke(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Check(ctx, tok); !errors.Is(err, auth.ErrBadToken) {
+		t.Fatalf("first check after idleness, of a token revoked meanwhile: err = %v, want ErrBadToken", err)
+	}
+	if n := st.reads.Load() - before; n != 1 {
+		t.Fatalf("first check after idleness read the tokens %d times, want 1", n)
+	}
 }
 
 // BenchmarkAuthenticate is the cost authentication adds to a request

@@ -69,6 +69,10 @@ type Verifier struct {
 	node      *Grant
 
 	snap atomic.Pointer[snapshot]
+	// asked is set when a request looks at the tokens: the background
+	// read keeps them fresh only for a node that serves requests, and an
+	// idle node reads nothing.
+	asked atomic.Bool
 	// loading is held by whoever reads the tokens, so that requests that
 	// find them stale wait for one read instead of each making their own.
 	loading chan struct{}
@@ -122,7 +126,7 @@ func (v *Verifier) maxAge() time.Duration { return v.cfg.Interval + v.cfg.Interv
 
 // Start reads the tokens (a failed read is retried: requests that need
 // them answer 503 until one succeeds) and keeps reading them every
-// Interval. With ModeOff it does nothing.
+// Interval while requests look at them. With ModeOff it does nothing.
 func (v *Verifier) Start(ctx context.Context) error {
 	if v.cfg.Mode == ModeOff {
 		return nil
@@ -157,6 +161,9 @@ func (v *Verifier) run() {
 		case <-v.stop:
 			return
 		case <-t.C:
+		}
+		if !v.asked.Swap(false) {
+			continue // nobody looked since the last read: the next who does reads first
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*v.cfg.Interval)
 		v.touch(ctx, touched)
@@ -233,6 +240,9 @@ func (v *Verifier) load(ctx context.Context) (*snapshot, error) {
 // current returns the tokens in memory, or reads them when they are older
 // than maxAge.
 func (v *Verifier) current(ctx context.Context) (*snapshot, error) {
+	if !v.asked.Load() {
+		v.asked.Store(true)
+	}
 	if s := v.snap.Load(); s != nil && time.Since(s.read) < v.maxAge() {
 		return s, nil
 	}
