@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measure what idle queues cost: start `rowq serve` on a fresh MariaDB
 # database, create N queues with no jobs, let them settle, and count over
-# 10 s the statements the server receives from rowq, the rows they read, and
+# 30 s (WINDOW) the statements the server receives from rowq, the rows they read, and
 # the CPU of MariaDB's threads serving rowq and of rowq (docs/architecture.md,
 # "Idle queues").
 #
@@ -35,11 +35,14 @@ user() { mysql -uroot -N -e "SELECT SELECT_COMMANDS + UPDATE_COMMANDS + OTHER_CO
 	FROM information_schema.USER_STATISTICS WHERE USER = 'rowq_idle'"; }
 read -r q0 rows0 cpu0 < <(user)
 r0=$(ticks "$rowq")
-sleep 10
+sleep "${WINDOW:-30}"
 read -r q1 rows1 cpu1 < <(user)
 r1=$(ticks "$rowq")
-# Ticks are hundredths of a second: over 10 s, a tenth of them is the
-# percentage of one core.
+# Ticks are hundredths of a second: over w seconds, ticks / w is the
+# percentage of one core. The window spans a leadership cycle's full read
+# of the queues (every 30th cycle), so that its rows count as often as
+# they come.
 rss=$(awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$rowq/status")
-echo "$n idle queues: $(((q1 - q0) / 10)) statements/s, $(((rows1 - rows0) / 10)) rows read/s; CPU: MariaDB for rowq $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.1f", (b - a) * 10}') %, rowq $(awk -v t=$((r1 - r0)) 'BEGIN {print t / 10}') % of one core; rowq RSS $rss MB; load average $(cut -d' ' -f1 /proc/loadavg)"
+w=${WINDOW:-30}
+echo "$n idle queues: $(((q1 - q0) / w)) statements/s, $(((rows1 - rows0) / w)) rows read/s; CPU: MariaDB for rowq $(awk -v a="$cpu0" -v b="$cpu1" -v w="$w" 'BEGIN {printf "%.1f", (b - a) * 100 / w}') %, rowq $(awk -v t=$((r1 - r0)) -v w="$w" 'BEGIN {printf "%.1f", t / w}') % of one core; rowq RSS $rss MB; load average $(cut -d' ' -f1 /proc/loadavg)"
 timeout 120 "$bin" bench --server "http://127.0.0.1:$port" --queue "idle$((n / 2))" --rate 20 --jobs 200 --clients 1 --runs 1 2>&1 | grep -iE 'p50|jobs/s' | head -5
