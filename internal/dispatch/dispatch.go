@@ -506,8 +506,12 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 	}
 }
 
-// retire stops r and lets its deliveries finish; d.mu is held.
+// retire stops r and lets its deliveries finish; d.mu is held. r stops
+// before retire returns, so before a yield gives its queue up: from then
+// on it starts no keyed job, whose key the next leader counts
+// (keys.go).
 func (d *Dispatcher) retire(r *runner) {
+	r.stopOnce.Do(r.closeStop)
 	d.retired.Add(1)
 	d.retiring[r.name]++
 	go func() {

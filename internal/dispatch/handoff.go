@@ -133,6 +133,10 @@ func (h *Handoff) Deliver(j *store.Job) {
 		h.r.d.cfg.Stats.Grabbed(h.r.name, []*store.Job{j}, time.Now())
 		go func() {
 			defer h.r.wg.Done()
+			if j.ConcurrencyKey != "" && len(h.r.admit([]*store.Job{j})) == 0 {
+				h.r.releaseSlots(1) // parked behind its key (keys.go)
+				return
+			}
 			h.r.work(j)
 		}()
 	})

@@ -348,15 +348,30 @@ func (d *Dispatcher) JobCancelled(j *store.Job) {
 	}
 }
 
-// Abort aborts the delivery of job id if it runs on this node, and
-// reports whether it did. The job must be gone (cancelled): the aborted
-// delivery records no outcome.
+// Abort aborts the delivery of job id if it runs on this node, or drops
+// it from the jobs parked behind their key (keys.go), and reports whether
+// it did. The job must be gone (cancelled): the aborted delivery records
+// no outcome.
 func (d *Dispatcher) Abort(id int64) bool {
 	v, ok := d.deliveries.Load(id)
 	if ok {
 		v.(*delivery).cancel(errCancelled)
+		return true
 	}
-	return ok
+	d.mu.Lock()
+	var keyed []*runner
+	for _, r := range d.runners {
+		if r.parkedJobs() > 0 {
+			keyed = append(keyed, r)
+		}
+	}
+	d.mu.Unlock()
+	for _, r := range keyed {
+		if r.unparkCancelled(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // purgeResults deletes the completion results older than resultsKept.
