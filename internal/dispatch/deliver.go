@@ -50,11 +50,13 @@ func (r *runner) work(j *store.Job) {
 // job's worker slot stays taken until it commits, so that a crash
 // redelivers at most max_workers jobs; when three quarters of the slots
 // wait so, the DELETE goes at once, or a queue with few slots or fast
-// workers would spend its slots' time waiting.
-func (r *runner) ack(ctx context.Context, id int64) error {
+// workers would spend its slots' time waiting. So it does when now: the
+// job's key has jobs parked behind it (keys.go), which wait for the
+// commit.
+func (r *runner) ack(ctx context.Context, id int64, now bool) error {
 	n := r.acking.Add(1)
 	defer r.acking.Add(-1)
-	if 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
+	if now || 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
 		r.d.complete.Flush()
 	}
 	_, err := r.d.complete.Do(ctx, id)
@@ -129,7 +131,8 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 		return true
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })
+		now := r.keyWaits(j)
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID, now) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())

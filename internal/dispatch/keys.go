@@ -443,6 +443,18 @@ func (r *runner) keyEnd(j *store.Job, accepted, next bool) *store.Job {
 	return nil
 }
 
+// keyWaits reports whether j's key has jobs parked behind it.
+func (r *runner) keyWaits(j *store.Job) bool {
+	t := r.keys.Load()
+	if t == nil || j.ConcurrencyKey == "" {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.keys[j.ConcurrencyKey]
+	return st != nil && len(st.parked) > 0
+}
+
 // keysReady reports whether keys with parked jobs have room.
 func (r *runner) keysReady() bool {
 	t := r.keys.Load()
