@@ -71,7 +71,7 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 	if err := badRequest(validate.JobURL(req.URL, dest.Queue, dest.Pull)); err != nil {
 		return nil, err
 	}
-	if err := badRequest(validate.JobKey(req, dest.Queue, dest.Pull)); err != nil {
+	if err := badRequest(validate.JobKey(valueOr(req.ConcurrencyKey, ""), dest.Queue, dest.Pull)); err != nil {
 		return nil, err
 	}
 	return validate.JobParams(dest.Queue, category, req), nil

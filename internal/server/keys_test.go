@@ -366,3 +366,33 @@ func TestServer_KeyFieldsChecked(t *testing.T) {
 		}
 	})
 }
+
+// TestServer_ScheduleJobsKeepTheirKey: a schedule's concurrency settings
+// are checked and shown, and every job it enqueues gets them.
+func TestServer_ScheduleJobsKeepTheirKey(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		s := startNode(t, dbtest.URL(t, dialect), nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 1})
+		mustCall(t, s, "POST", "/queue/q/pause", nil)
+		sched := map[string]any{"cron": "* * * * * *", "category": "cat", "url": "http://127.0.0.1:1/",
+			"concurrency_key": "nightly", "ordered": true, "concurrency_limit": 3}
+		code, out := call(t, s, "PUT", "/schedule/s", sched)
+		if msg, _ := out["error"].(string); code != http.StatusBadRequest || !strings.HasPrefix(msg, "ordered: only with concurrency_limit 1") {
+			t.Errorf("PUT schedule with ordered and limit 3 = %d %v, want 400 naming ordered", code, out)
+		}
+		delete(sched, "concurrency_limit")
+		out = mustCall(t, s, "PUT", "/schedule/s", sched)
+		if out["concurrency_key"] != "nightly" || out["concurrency_limit"] != float64(1) || out["ordered"] != true {
+			t.Errorf("schedule = %v, want its concurrency settings", out)
+		}
+		var jobs []any
+		testworker.WaitFor(t, 10*time.Second, "a job of the schedule", func() bool {
+			out := mustCall(t, s, "GET", "/queue/q/waiting", nil)
+			jobs, _ = out["jobs"].([]any)
+			return len(jobs) > 0
+		})
+		if j := jobs[0].(map[string]any); j["concurrency_key"] != "nightly" || j["concurrency_limit"] != float64(1) || j["ordered"] != true {
+			t.Errorf("scheduled job = %v, want the schedule's concurrency settings", j)
+		}
+	})
+}

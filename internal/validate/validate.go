@@ -167,39 +167,41 @@ func jobOptions(req *rowqtype.JobRequest) error {
 	if j := req.RetryJitter; j != nil && !(*j >= 0 && *j <= 1) {
 		return errorf("retry_jitter", "must be 0..1 (a fraction of the delay), got %v", *j)
 	}
-	if err := concurrency(req); err != nil {
+	if err := Concurrency(req.ConcurrencyKey, req.ConcurrencyLimit, req.Ordered); err != nil {
 		return err
 	}
 	return trace(req.TraceParent, req.TraceState)
 }
 
-// concurrency checks a job's concurrency key, limit and ordering.
-func concurrency(req *rowqtype.JobRequest) error {
-	if req.ConcurrencyKey == nil {
-		if req.ConcurrencyLimit != nil {
+// Concurrency checks a job's concurrency key, limit and ordering (of a
+// job request, or of a schedule's job).
+func Concurrency(ckey *string, limit *int, ordered *bool) error {
+	if ckey == nil {
+		if limit != nil {
 			return errorf("concurrency_limit", "only with concurrency_key")
 		}
-		if req.Ordered != nil && *req.Ordered {
+		if ordered != nil && *ordered {
 			return errorf("ordered", "only with concurrency_key")
 		}
 		return nil
 	}
-	if err := key("concurrency_key", *req.ConcurrencyKey, MaxConcurrencyKeyLen); err != nil {
+	if err := key("concurrency_key", *ckey, MaxConcurrencyKeyLen); err != nil {
 		return err
 	}
-	if err := Range("concurrency_limit", req.ConcurrencyLimit, 1, MaxConcurrencyLimit); err != nil {
+	if err := Range("concurrency_limit", limit, 1, MaxConcurrencyLimit); err != nil {
 		return err
 	}
-	if valueOr(req.Ordered, false) && valueOr(req.ConcurrencyLimit, 1) > 1 {
-		return errorf("ordered", "only with concurrency_limit 1 (an ordered key's jobs go one at a time), got concurrency_limit %d", *req.ConcurrencyLimit)
+	if valueOr(ordered, false) && valueOr(limit, 1) > 1 {
+		return errorf("ordered", "only with concurrency_limit 1 (an ordered key's jobs go one at a time), got concurrency_limit %d", *limit)
 	}
 	return nil
 }
 
-// JobKey checks that a job with a concurrency key is routed to a push
-// queue: a pull queue's workers lease its jobs with no key limit.
-func JobKey(req *rowqtype.JobRequest, queue string, pull bool) error {
-	if req.ConcurrencyKey != nil && pull {
+// JobKey checks that a job with a concurrency key (ckey, "" for none) is
+// routed to a push queue: a pull queue's workers lease its jobs with no
+// key limit.
+func JobKey(ckey, queue string, pull bool) error {
+	if ckey != "" && pull {
 		return errorf("concurrency_key", "not on queue %q, which delivers by pull (per-key limits apply to push queues only)", queue)
 	}
 	return nil
