@@ -455,6 +455,22 @@ func (r *runner) keyWaits(j *store.Job) bool {
 	return st != nil && len(st.parked) > 0
 }
 
+// keysGone frees the key slots of those of jobs, admitted, that leave
+// this runner undelivered (the read-ahead given back).
+func (r *runner) keysGone(jobs []*store.Job) {
+	t := r.keys.Load()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range jobs {
+		if j.ConcurrencyKey != "" {
+			t.end(j, false)
+		}
+	}
+}
+
 // keysReady reports whether keys with parked jobs have room.
 func (r *runner) keysReady() bool {
 	t := r.keys.Load()
