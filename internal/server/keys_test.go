@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
+	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
 	"github.com/rowq/rowq/internal/testworker"
 )
@@ -280,7 +282,7 @@ func TestServer_FullKeyDoesNotBlockOthers(t *testing.T) {
 			}
 			jobs = append(jobs, j)
 		}
-		mustCall(t, s, "POST", "/jobs", map[string]any{"jobs": jobs})
+		pushed := mustCall(t, s, "POST", "/jobs", map[string]any{"jobs": jobs})["jobs"].([]any)
 		testworker.WaitFor(t, 30*time.Second, "the 30 cold jobs delivered", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -302,12 +304,31 @@ func TestServer_FullKeyDoesNotBlockOthers(t *testing.T) {
 		if j := list[0].(map[string]any); j["concurrency_key"] != "hot" || j["concurrency_limit"] != float64(1) {
 			t.Errorf("grabbed job = %v, want concurrency_key hot and concurrency_limit 1", j)
 		}
+		// Cancelled, a held-back job is not delivered; paused, the queue
+		// gives its held-back jobs back to waiting.
+		cancelled := int64(pushed[19].(map[string]any)["id"].(float64)) // the last hot job
+		if code, out := cancelJob(t, s, "q", cancelled); code != http.StatusOK {
+			t.Fatalf("cancel a held-back job = %d %v", code, out)
+		}
+		mustCall(t, s, "POST", "/queue/q/pause", nil)
+		testworker.WaitFor(t, 10*time.Second, "the held-back jobs waiting", func() bool {
+			out := mustCall(t, s, "GET", "/queue/q/waiting", nil)
+			list, _ := out["jobs"].([]any)
+			return len(list) == 18
+		})
+		mustCall(t, s, "POST", "/queue/q/resume", nil)
 		once.Do(func() { close(release) })
 		testworker.WaitFor(t, 30*time.Second, "the hot jobs delivered", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			return len(got) == 50
+			return len(got) >= 49
 		})
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 49 {
+			t.Errorf("%d jobs delivered, want 49 (the cancelled one not)", len(got))
+		}
 	})
 }
 
@@ -394,5 +415,63 @@ func TestServer_ScheduleJobsKeepTheirKey(t *testing.T) {
 		if j := jobs[0].(map[string]any); j["concurrency_key"] != "nightly" || j["concurrency_limit"] != float64(1) || j["ordered"] != true {
 			t.Errorf("scheduled job = %v, want the schedule's concurrency settings", j)
 		}
+	})
+}
+
+// TestServer_KeyCountsOtherNodesAndLeases: a keyed job that another node
+// still delivers (the leader before a takeover) and one its worker
+// accepted (leased) count against their keys: the next job of each key
+// waits until they end, while other jobs go.
+func TestServer_KeyCountsOtherNodesAndLeases(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
+			if body == `{"n":4}` {
+				return 200, `{"status":"accepted","lease":60}`, 0
+			}
+			return 200, `{"status":"success"}`, 0
+		})
+		dbURL := dbtest.URL(t, dialect)
+		st := dbtest.OpenURL(t, dbURL)
+		ctx := context.Background()
+		if _, err := st.QueuePut(ctx, &store.Queue{Name: "q", PollingInterval: 100, MaxWorkers: 5}); err != nil {
+			t.Fatal(err)
+		}
+		// The old leader, alive (no session: never reaped), delivers job 1.
+		if err := st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "old-leader", Host: "old:1", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := st.JobsInsert(ctx, []*store.JobInsertParams{{Queue: "q", Category: "cat", URL: w.URL, Payload: json.RawMessage(`{"n":1}`),
+			JobOptions: store.JobOptions{ConcurrencyKey: "k", ConcurrencyLimit: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "old-leader", Limit: 1, Lease: time.Minute}); err != nil || len(got) != 1 {
+			t.Fatalf("grab = %v, %v", got, err)
+		}
+		s := startNode(t, dbURL, nil)
+		mustCall(t, s, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 2}, "concurrency_key": "k"})
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 3}})
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 4}, "concurrency_key": "a"})
+		testworker.WaitFor(t, 10*time.Second, "the unkeyed job and the accepted one delivered", func() bool {
+			return w.Count(`{"n":3}`) == 1 && w.Count(`{"n":4}`) == 1
+		})
+		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 5}, "concurrency_key": "a"})
+		time.Sleep(time.Second)
+		if n := w.Count(`{"n":2}`); n != 0 {
+			t.Fatalf("job 2 delivered %d times while job 1 of its key was in delivery on another node", n)
+		}
+		if n := w.Count(`{"n":5}`); n != 0 {
+			t.Fatalf("job 5 delivered %d times while job 4 of its key was leased", n)
+		}
+		// The old leader's delivery ends, and the worker completes job 4.
+		if n, err := st.JobsComplete(ctx, &store.JobsCompleteParams{Node: "old-leader", IDs: ids}); err != nil || n != 1 {
+			t.Fatalf("complete the old leader's job = %d, %v", n, err)
+		}
+		id4 := w.Of(`{"n":4}`)[0].Header.Get("Rowq-Job-Id")
+		mustCall(t, s, "POST", "/job/"+id4+"/complete", map[string]any{"lease_token": leaseToken(t, w, `{"n":4}`, 0), "status": "success"})
+		testworker.WaitFor(t, 10*time.Second, "jobs 2 and 5 delivered once their keys are free", func() bool {
+			return w.Count(`{"n":2}`) == 1 && w.Count(`{"n":5}`) == 1
+		})
 	})
 }
