@@ -120,21 +120,37 @@ const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'wa
 // jobs of keys the leader holds back enough of (grabKeys).
 const grabKeysSQL = "/* keys */"
 
-// grabKeys returns grabSQL for p, with its keys' condition, whose
-// arguments follow grabSQL's six.
+// grabKeys returns grabSQL for p, with its keys' condition (grabKeysCond).
 func grabKeys(p *store.JobsGrabParams) (string, []any) {
+	cond, args := grabKeysCond(p)
+	if cond == "" {
+		return grabSQL, nil
+	}
+	return keyedGrab(grabSQL, cond), args
+}
+
+// keyedGrab puts cond into grab (grabSQL, or grabSelectSQL), naming
+// jobs_fetch: with a condition on the key, SQLite's planner would walk
+// jobs_list and sort.
+func keyedGrab(grab, cond string) string {
+	grab = strings.Replace(grab, "SELECT id FROM jobs WHERE", "SELECT id FROM jobs INDEXED BY jobs_fetch WHERE", 1)
+	return strings.Replace(grab, grabKeysSQL, cond, 1)
+}
+
+// grabKeysCond is the condition on the grabbed jobs' keys that p asks for
+// ("" for none) and its arguments, which follow grabSQL's six.
+func grabKeysCond(p *store.JobsGrabParams) (string, []any) {
 	switch {
 	case p.NoKeys:
-		return strings.Replace(grabSQL, grabKeysSQL, " AND concurrency_key IS NULL", 1), nil
+		return " AND concurrency_key IS NULL", nil
 	case len(p.SkipKeys) > 0:
 		marks := make([]string, len(p.SkipKeys))
 		for i := range marks {
 			marks[i] = fmt.Sprintf("?%d", 7+i)
 		}
-		return strings.Replace(grabSQL, grabKeysSQL, " AND (concurrency_key IS NULL OR concurrency_key NOT IN ("+strings.Join(marks, ", ")+"))", 1),
-			sqldb.StringArgs(p.SkipKeys)
+		return " AND (concurrency_key IS NULL OR concurrency_key NOT IN (" + strings.Join(marks, ", ") + "))", sqldb.StringArgs(p.SkipKeys)
 	}
-	return grabSQL, nil
+	return "", nil
 }
 
 // JobsGrab marks due jobs as grabbed by the node and returns them.
