@@ -134,7 +134,10 @@ func (h *Handoff) Deliver(j *store.Job) {
 		go func() {
 			defer h.r.wg.Done()
 			if j.ConcurrencyKey != "" && len(h.r.admit([]*store.Job{j})) == 0 {
-				h.r.releaseSlots(1) // parked behind its key (keys.go)
+				// Parked behind its key (keys.go): the run loop, which may
+				// sleep parked itself, now polls and recounts its keys.
+				h.r.releaseSlots(1)
+				h.r.nudge()
 				return
 			}
 			h.r.work(j)
