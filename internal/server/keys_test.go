@@ -109,6 +109,8 @@ func TestServer_KeyLimitHoldsAcrossNodesAndTakeover(t *testing.T) {
 			mustCall(t, s, "POST", "/jobs", map[string]any{"jobs": jobs})
 		}
 		enqueue(a, 0, perQueue/3)
+		// b starts, and takes queues over, while a delivers keyed jobs.
+		testworker.WaitFor(t, 30*time.Second, "a's first deliveries", func() bool { return w.delivered() >= 40 })
 		b := startNode(t, dbURL, healthy)
 		enqueue(b, perQueue/3, 2*perQueue/3)
 		testworker.WaitFor(t, 30*time.Second, "a third of the jobs delivered", func() bool { return w.delivered() >= len(queues)*perQueue/3 })
