@@ -16,10 +16,10 @@
 // queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
 // ahead of free slots; deliver.go a slot's deliveries and their outcome;
 // protocol.go the HTTP request to a worker and its answer; flow.go flow
-// control per worker host (429/503 and Retry-After, circuit breaker); lease.go
-// accepted jobs: lease tokens, heartbeats, completions, expiry; backoff.go
-// retry delays; throttle.go max_dispatches_per_second; probe.go the
-// prober of parked queues.
+// control per worker host (429/503 and Retry-After, circuit breaker); keys.go
+// per-key concurrency and ordering; lease.go accepted jobs: lease tokens,
+// heartbeats, completions, expiry; backoff.go retry delays; throttle.go
+// max_dispatches_per_second; probe.go the prober of parked queues.
 //
 // Exclusion does not rest on leadership alone: a job is grabbed by one
 // atomic statement and every acknowledgement is guarded by the holder's
