@@ -450,16 +450,21 @@ func TestServer_KeyCountsOtherNodesAndLeases(t *testing.T) {
 		if got, err := st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "old-leader", Limit: 1, Lease: time.Minute}); err != nil || len(got) != 1 {
 			t.Fatalf("grab = %v, %v", got, err)
 		}
-		s := startNode(t, dbURL, nil)
+		// A grab lease of 1 s: job 2, held back with no delivery of this
+		// node in flight, outlives it, extended.
+		s := startNode(t, dbURL, func(cfg *config.Config) { cfg.GrabLease = time.Second })
 		mustCall(t, s, "PUT", "/routing/cat", map[string]any{"queue_name": "q"})
-		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 2}, "concurrency_key": "k"})
+		id2 := push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 2}, "concurrency_key": "k"})
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 3}})
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 4}, "concurrency_key": "a"})
 		testworker.WaitFor(t, 10*time.Second, "the unkeyed job and the accepted one delivered", func() bool {
 			return w.Count(`{"n":3}`) == 1 && w.Count(`{"n":4}`) == 1
 		})
 		push(t, s, "cat", map[string]any{"url": w.URL, "payload": map[string]int{"n": 5}, "concurrency_key": "a"})
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
+		if j, err := s.Store().JobGet(ctx, "q", id2); err != nil || j.Grabs != 1 || j.State != store.StateGrabbed {
+			t.Fatalf("job 2 after 3 grab leases held back = %+v, %v; want grabbed once, still (extended, not rescued)", j, err)
+		}
 		if n := w.Count(`{"n":2}`); n != 0 {
 			t.Fatalf("job 2 delivered %d times while job 1 of its key was in delivery on another node", n)
 		}
