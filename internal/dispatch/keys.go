@@ -598,6 +598,26 @@ func (r *runner) recountKeys() {
 	}
 }
 
+// keysLeaseEnded tells that a lease of the queue ended (a push worker's
+// accepted job, completed, failed, cancelled or run out): while the
+// runner counts leases against keys, its run loop counts them again at
+// once instead of at its next rescue. A count read again is the
+// database's, so an end told twice, or told and read, is not counted
+// twice.
+func (r *runner) keysLeaseEnded() {
+	t := r.keys.Load()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	foreign := t.foreign
+	t.mu.Unlock()
+	if foreign > 0 {
+		r.keysRecount.Store(true)
+		r.nudge()
+	}
+}
+
 // unparkCancelled drops a cancelled job from the parked ones, and reports
 // whether it was parked.
 func (r *runner) unparkCancelled(id int64) bool {

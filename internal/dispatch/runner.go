@@ -55,6 +55,9 @@ type runner struct {
 	// making.
 	keys   atomic.Pointer[keyTable]
 	keysMu sync.Mutex
+	// keysRecount: a lease ended; count the keys' jobs in delivery again
+	// (keysLeaseEnded).
+	keysRecount atomic.Bool
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -153,6 +156,9 @@ func (r *runner) run() {
 				r.extend()
 			}
 			r.rescue()
+		}
+		if r.keysRecount.Swap(false) {
+			r.recountKeys()
 		}
 		if r.holding() && now.Sub(lastExtend) >= cfg.GrabLease/3 {
 			lastExtend = now
