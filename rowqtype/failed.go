@@ -17,6 +17,11 @@ type FailedJob struct {
 	FailCount int             `json:"fail_count"`
 	FailedAt  time.Time       `json:"failed_at"`
 	CreatedAt time.Time       `json:"created_at"`
+	// The job's concurrency settings (rowq's), which a retry restores;
+	// sent only when it has a key.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Ordered          bool   `json:"ordered,omitempty"`
 }
 
 // FailedResult is the outcome of a failed job's last delivery.

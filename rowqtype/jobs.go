@@ -21,6 +21,13 @@ type JobRequest struct {
 	RetryBackoff  *string  `json:"retry_backoff,omitempty"`   // "fixed" or "exponential"
 	RetryDelayMax *int     `json:"retry_delay_max,omitempty"` // cap of an exponential delay
 	RetryJitter   *float64 `json:"retry_jitter,omitempty"`    // 0..1, a fraction of each delay
+	// ConcurrencyKey bounds the jobs of the queue with this key in
+	// delivery at once to ConcurrencyLimit (default 1); with Ordered, the
+	// key's jobs go one at a time in enqueue order (docs/flow-control.md).
+	// Not on a pull queue.
+	ConcurrencyKey   *string `json:"concurrency_key,omitempty"`   // 1..191 characters
+	ConcurrencyLimit *int    `json:"concurrency_limit,omitempty"` // 1..10000, only with a key
+	Ordered          *bool   `json:"ordered,omitempty"`           // only with a key and limit 1
 	// TraceParent and TraceState are the job's W3C trace context, sent
 	// with each delivery; they take the place of the request's
 	// traceparent and tracestate headers for this job (docs/api.md).
@@ -63,6 +70,11 @@ type PushedJob struct {
 	// described is that one, and nothing was enqueued.
 	UniqueKey string `json:"unique_key,omitempty"`
 	Existing  *bool  `json:"existing,omitempty"`
+	// The job's concurrency key, its limit and whether it is ordered,
+	// sent only when it has a key.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Ordered          bool   `json:"ordered,omitempty"`
 }
 
 // PushedJobs is the answer to POST /jobs, in the order of the request.
@@ -110,6 +122,12 @@ type Job struct {
 	// Deferrals is rowq's: how often the job's worker answered 429 or 503
 	// with Retry-After (docs/flow-control.md); left out when 0.
 	Deferrals int `json:"deferrals,omitempty"`
+	// ConcurrencyKey, ConcurrencyLimit and Ordered are rowq's, sent when
+	// the job has a key (docs/flow-control.md). A job held back by its key
+	// is grabbed by the queue's leader, and holds no worker slot.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Ordered          bool   `json:"ordered,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

@@ -18,10 +18,15 @@ type ScheduleRequest struct {
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RetryDelay *int            `json:"retry_delay,omitempty"`
 	Timeout    *int            `json:"timeout,omitempty"`
-	Misfire    string          `json:"misfire,omitempty"`     // ticks missed while no node ran: skip, once or all
-	MaxCatchup *int            `json:"max_catchup,omitempty"` // most missed ticks run with misfire all
-	Overlap    string          `json:"overlap,omitempty"`     // allow, or skip a tick while the last run's job is pending
-	Paused     bool            `json:"paused,omitempty"`      // create or keep it paused
+	// ConcurrencyKey, ConcurrencyLimit and Ordered go to every job the
+	// schedule enqueues, as POST /job takes them (docs/flow-control.md).
+	ConcurrencyKey   *string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit *int    `json:"concurrency_limit,omitempty"`
+	Ordered          *bool   `json:"ordered,omitempty"`
+	Misfire          string  `json:"misfire,omitempty"`     // ticks missed while no node ran: skip, once or all
+	MaxCatchup       *int    `json:"max_catchup,omitempty"` // most missed ticks run with misfire all
+	Overlap          string  `json:"overlap,omitempty"`     // allow, or skip a tick while the last run's job is pending
+	Paused           bool    `json:"paused,omitempty"`      // create or keep it paused
 }
 
 // Schedule is a stored schedule.
@@ -35,10 +40,14 @@ type Schedule struct {
 	MaxRetries int             `json:"max_retries"`
 	RetryDelay int             `json:"retry_delay"`
 	Timeout    int             `json:"timeout"`
-	Misfire    string          `json:"misfire"`
-	MaxCatchup int             `json:"max_catchup"`
-	Overlap    string          `json:"overlap"`
-	Paused     bool            `json:"paused"`
+	// The jobs' concurrency settings, sent only when they have a key.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Ordered          bool   `json:"ordered,omitempty"`
+	Misfire          string `json:"misfire"`
+	MaxCatchup       int    `json:"max_catchup"`
+	Overlap          string `json:"overlap"`
+	Paused           bool   `json:"paused"`
 	// NextRunAt is null while the schedule is paused.
 	NextRunAt *time.Time `json:"next_run_at"`
 	// NextRuns are the next fire times; while paused, those it would

@@ -60,6 +60,14 @@ type Options struct {
 	Pull    bool
 	Pullers int
 	PullMax int
+	// Keys, when > 0, spreads the jobs over this many concurrency keys
+	// (job seq has key "k<seq mod Keys>"), each with KeyLimit. HotKey, when
+	// > 0, puts this fraction of the jobs, evenly spread, on one key
+	// ("hot", KeyLimit) and the others on keys of their own, or over Keys
+	// keys when it is given too (docs/flow-control.md).
+	Keys     int
+	KeyLimit int
+	HotKey   float64
 	// Settle is how long to wait after the last delivery for duplicates.
 	Settle time.Duration
 	// Timeout bounds the wait for all deliveries.
@@ -86,7 +94,14 @@ type Result struct {
 	// bytes: with the node in process it covers the node, the worker and
 	// the clients. 0 where /proc is not available.
 	PeakRSS int64
+	// ColdJobs and ColdTime are, with Options.HotKey, the jobs not on the
+	// hot key delivered, and the time from the start to the last of them.
+	ColdJobs int
+	ColdTime time.Duration
 }
+
+// ColdRate is the rate of the jobs not on the hot key.
+func (r *Result) ColdRate() float64 { return float64(r.ColdJobs) / r.ColdTime.Seconds() }
 
 // EnqueueRate is jobs accepted per second.
 func (r *Result) EnqueueRate() float64 { return float64(r.Enqueued) / r.EnqueueTime.Seconds() }
@@ -113,6 +128,9 @@ func (r *Result) String() string {
 	what := "enqueue"
 	if r.MoveTime > 0 {
 		what = "commit"
+	}
+	if r.ColdTime > 0 {
+		fmt.Fprintf(&b, "cold jobs (not on the hot key): %d delivered at %.0f jobs/s (%v)\n", r.ColdJobs, r.ColdRate(), r.ColdTime.Round(time.Millisecond))
 	}
 	fmt.Fprintf(&b, "latency %s→worker: p50=%v p95=%v p99=%v", what,
 		r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond))
@@ -219,6 +237,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("bench: clients must be positive")
 	case (o.Backlog || o.Outbox) && o.DatabaseURL == "":
 		return nil, errors.New("bench: backlog and outbox modes need the server's database URL")
+	case o.keyed() && (o.Outbox || o.Pull):
+		return nil, errors.New("bench: keys and hot-key are not for the outbox or pull modes")
 	}
 	w := &worker{
 		sent: make([]atomic.Int64, o.Jobs), accepted: make([]atomic.Bool, o.Jobs), count: make([]atomic.Int32, o.Jobs),
@@ -294,7 +314,12 @@ wait:
 	time.Sleep(o.Settle)
 
 	lat := make([]time.Duration, 0, o.Jobs)
+	var coldLast int64
 	for i := range o.Jobs {
+		if o.HotKey > 0 && !o.hot(i) && w.count[i].Load() > 0 {
+			res.ColdJobs++
+			coldLast = max(coldLast, w.at[i].Load())
+		}
 		switch n := int(w.count[i].Load()); {
 		case n == 0 && w.accepted[i].Load():
 			res.Lost++
@@ -309,6 +334,9 @@ wait:
 			}
 			lat = append(lat, time.Duration(w.latency[i].Load()))
 		}
+	}
+	if coldLast > 0 {
+		res.ColdTime = time.Unix(0, coldLast).Sub(start)
 	}
 	slices.Sort(lat)
 	res.P50, res.P95, res.P99 = pct(lat, 50), pct(lat, 95), pct(lat, 99)
@@ -371,7 +399,7 @@ func enqueue(ctx context.Context, o Options, c *client, w *worker, category, wor
 				}
 				var err error
 				if o.Batch > 0 {
-					body = batchBody(body[:0], category, workerURL, first, end)
+					body = batchBody(body[:0], &o, category, workerURL, first, end)
 					now := time.Now().UnixNano()
 					for seq := first; seq < end; seq++ {
 						w.sent[seq].Store(now)
@@ -388,7 +416,7 @@ func enqueue(ctx context.Context, o Options, c *client, w *worker, category, wor
 						err = fmt.Errorf("POST /jobs answered %d jobs for %d", len(out.Jobs), end-first)
 					}
 				} else {
-					body = jobBody(body[:0], workerURL, first)
+					body = jobBody(body[:0], &o, workerURL, first)
 					w.sent[first].Store(time.Now().UnixNano())
 					err = c.call(ctx, "POST", "/job/"+category, body, nil)
 				}
@@ -412,16 +440,24 @@ func enqueue(ctx context.Context, o Options, c *client, w *worker, category, wor
 }
 
 // jobBody appends the body of POST /job/{category} for job seq.
-func jobBody(b []byte, url string, seq int) []byte {
+func jobBody(b []byte, o *Options, url string, seq int) []byte {
 	b = append(b, '{')
-	return append(jobFields(b, url, seq), '}')
+	return append(jobFields(b, o, url, seq), '}')
 }
 
-// jobFields appends a job's url (none when "") and payload fields.
-func jobFields(b []byte, url string, seq int) []byte {
+// jobFields appends a job's url (none when ""), concurrency key (o.key)
+// and payload fields.
+func jobFields(b []byte, o *Options, url string, seq int) []byte {
 	if url != "" {
 		b = append(b, `"url":`...)
 		b = strconv.AppendQuote(b, url)
+		b = append(b, ',')
+	}
+	if key := o.key(seq); key != "" {
+		b = append(b, `"concurrency_key":`...)
+		b = strconv.AppendQuote(b, key)
+		b = append(b, `,"concurrency_limit":`...)
+		b = strconv.AppendInt(b, int64(o.keyLimit()), 10)
 		b = append(b, ',')
 	}
 	b = append(b, `"payload":{"seq":`...)
@@ -429,8 +465,32 @@ func jobFields(b []byte, url string, seq int) []byte {
 	return append(b, '}')
 }
 
+// keyed reports whether the jobs have concurrency keys.
+func (o *Options) keyed() bool { return o.Keys > 0 || o.HotKey > 0 }
+
+// hot reports whether job seq is on the hot key: a fraction HotKey of the
+// jobs, evenly spread.
+func (o *Options) hot(seq int) bool {
+	return o.HotKey > 0 && int(float64(seq+1)*o.HotKey) > int(float64(seq)*o.HotKey)
+}
+
+// key is job seq's concurrency key, "" for none.
+func (o *Options) key(seq int) string {
+	switch {
+	case o.hot(seq):
+		return "hot"
+	case o.Keys > 0:
+		return "k" + strconv.Itoa(seq%o.Keys)
+	case o.HotKey > 0:
+		return "c" + strconv.Itoa(seq)
+	}
+	return ""
+}
+
+func (o *Options) keyLimit() int { return max(o.KeyLimit, 1) }
+
 // batchBody appends the body of POST /jobs for jobs first..end-1.
-func batchBody(b []byte, category, url string, first, end int) []byte {
+func batchBody(b []byte, o *Options, category, url string, first, end int) []byte {
 	b = append(b, `{"jobs":[`...)
 	for seq := first; seq < end; seq++ {
 		if seq > first {
@@ -439,7 +499,7 @@ func batchBody(b []byte, category, url string, first, end int) []byte {
 		b = append(b, `{"category":`...)
 		b = strconv.AppendQuote(b, category)
 		b = append(b, ',')
-		b = append(jobFields(b, url, seq), '}')
+		b = append(jobFields(b, o, url, seq), '}')
 	}
 	return append(b, "]}"...)
 }
@@ -466,8 +526,12 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 		jobs = jobs[:0]
 		end := min(first+backlogChunk, o.Jobs)
 		for seq := first; seq < end; seq++ {
-			jobs = append(jobs, &store.JobInsertParams{Queue: o.Queue, Category: category, URL: workerURL,
-				Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)})
+			j := &store.JobInsertParams{Queue: o.Queue, Category: category, URL: workerURL,
+				Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)}
+			if key := o.key(seq); key != "" {
+				j.ConcurrencyKey, j.ConcurrencyLimit = key, o.keyLimit()
+			}
+			jobs = append(jobs, j)
 		}
 		if _, err := st.JobsInsert(ctx, jobs); err != nil {
 			return time.Time{}, fmt.Errorf("write backlog: %w", err)
@@ -611,7 +675,7 @@ func (o Options) Label() string {
 	mode := "max rate, one job a request"
 	switch {
 	case o.Backlog:
-		return fmt.Sprintf("backlog of %d jobs, max_workers %d", o.Jobs, o.MaxWorkers)
+		return fmt.Sprintf("backlog of %d jobs, max_workers %d%s", o.Jobs, o.MaxWorkers, o.keysLabel())
 	case o.Outbox && o.Rate > 0:
 		return fmt.Sprintf("outbox: %d rows, %d concurrent transactions of %d rows, %.0f rows/s offered, max_workers %d", o.Jobs, o.Clients, max(o.OutboxRows, 1), o.Rate, o.MaxWorkers)
 	case o.Outbox:
@@ -623,7 +687,20 @@ func (o Options) Label() string {
 	case o.Batch > 0:
 		mode = fmt.Sprintf("max rate, POST /jobs with %d jobs a request", o.Batch)
 	}
-	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s", o.Jobs, o.Clients, o.MaxWorkers, mode)
+	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s%s", o.Jobs, o.Clients, o.MaxWorkers, mode, o.keysLabel())
+}
+
+// keysLabel describes the jobs' concurrency keys, "" for none.
+func (o Options) keysLabel() string {
+	switch {
+	case o.HotKey > 0 && o.Keys > 0:
+		return fmt.Sprintf("; %.0f%% of the jobs on one hot key, the rest over %d keys, limit %d", 100*o.HotKey, o.Keys, o.keyLimit())
+	case o.HotKey > 0:
+		return fmt.Sprintf("; %.0f%% of the jobs on one hot key, the rest on keys of their own, limit %d", 100*o.HotKey, o.keyLimit())
+	case o.Keys > 0:
+		return fmt.Sprintf("; over %d keys, limit %d", o.Keys, o.keyLimit())
+	}
+	return ""
 }
 
 // pullCompleters bounds the completions a puller sends at once: a worker

@@ -185,9 +185,13 @@ func jobOptionFlags(s *session) func(job *rowqtype.JobRequest) {
 	backoff := s.fs.String("retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")
 	delayMax := s.fs.Int("retry-delay-max", 0, "seconds: the cap of an exponential delay (0: the server's, 30 days)")
 	jitter := s.fs.Float64("retry-jitter", 0, "0..1: spread each retry delay by up to ± this fraction")
+	ckey := s.fs.String("concurrency-key", "", "at most --concurrency-limit jobs of the queue with this key are in delivery at once")
+	climit := s.fs.Int("concurrency-limit", 0, "1..10000, with --concurrency-key (0: the server's, 1)")
+	ordered := s.fs.Bool("ordered", false, "with --concurrency-key: the key's jobs go one at a time, in enqueue order")
 	return func(job *rowqtype.JobRequest) {
 		job.Priority, job.UniqueKey, job.RetryBackoff = nonZero(*priority), nonZero(*uniqueKey), nonZero(*backoff)
 		job.RetryDelayMax, job.RetryJitter = nonZero(*delayMax), nonZero(*jitter)
+		job.ConcurrencyKey, job.ConcurrencyLimit, job.Ordered = nonZero(*ckey), nonZero(*climit), nonZero(*ordered)
 	}
 }
 

@@ -47,6 +47,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.Pull, "pull", false, "make the bench queue a pull queue and work it with --pullers pullers (POST /queue/{name}/lease, then a completion per job) instead of a worker")
 	fs.IntVar(&o.Pullers, "pullers", 16, "concurrent pullers, with --pull")
 	fs.IntVar(&o.PullMax, "pull-max", 100, "jobs a lease request asks for, 1..100, with --pull")
+	fs.IntVar(&o.Keys, "keys", 0, "spread the jobs over this many concurrency keys (concurrency_key), each with --key-limit")
+	fs.IntVar(&o.KeyLimit, "key-limit", 1, "concurrency_limit of the jobs' keys, with --keys or --hot-key")
+	fs.Float64Var(&o.HotKey, "hot-key", 0, "put this fraction (0..1) of the jobs on one concurrency key, the rest on keys of their own (or over --keys), and report the rate of the cold jobs too")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -56,6 +59,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backlog < 0 || o.Batch < 0 {
 		return fmt.Errorf("backlog, batch: must not be negative")
+	}
+	switch {
+	case o.Keys < 0:
+		return fmt.Errorf("keys: must not be negative")
+	case o.KeyLimit < 1 || o.KeyLimit > 10000:
+		return fmt.Errorf("key-limit: must be 1..10000")
+	case o.HotKey < 0 || o.HotKey >= 1:
+		return fmt.Errorf("hot-key: must be 0..1 (a fraction of the jobs), less than 1")
+	case (o.Keys > 0 || o.HotKey > 0) && (o.Pull || o.Outbox):
+		return fmt.Errorf("keys, hot-key: not with --pull or --outbox")
 	}
 	if o.Pull {
 		maxSet := false
@@ -146,7 +159,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		signed = "; deliveries signed"
 	}
 	fmt.Fprintf(stdout, "rowq bench: %s; server %s%s; GOMAXPROCS %d\n", o.Label(), o.Server, signed, runtime.GOMAXPROCS(0))
-	var e2e, enq []float64
+	var e2e, enq, cold []float64
 	var p50, p99 []time.Duration
 	bad := false
 	for i := range *runs {
@@ -160,11 +173,17 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "\nrun %d:\n%s\n", i+1, res)
 		e2e, enq = append(e2e, res.EndToEndRate()), append(enq, res.EnqueueRate())
+		if res.ColdTime > 0 {
+			cold = append(cold, res.ColdRate())
+		}
 		p50, p99 = append(p50, res.P50), append(p99, res.P99)
 		bad = bad || res.Lost > 0 || res.Duplicates > 0 || res.EnqueueErrors > 0
 	}
 	fmt.Fprintf(stdout, "\nmedian of %d runs: end to end %.0f jobs/s, enqueue %.0f jobs/s, p50 %v, p99 %v\n",
 		*runs, median(e2e), median(enq), median(p50).Round(10*time.Microsecond), median(p99).Round(10*time.Microsecond))
+	if len(cold) > 0 {
+		fmt.Fprintf(stdout, "median of %d runs: cold jobs (not on the hot key) %.0f jobs/s\n", len(cold), median(cold))
+	}
 	if bad {
 		return fmt.Errorf("jobs were lost, delivered twice, or refused at enqueue")
 	}

@@ -16,19 +16,27 @@ import (
 // protocol.go), records the outcome, and goes on with the read-ahead's
 // next job while there is one.
 
-// work delivers j, then, in the same worker slot, the read-ahead's next
-// jobs while there are some and the queue is neither paused, throttled
-// (the run loop gives the read-ahead back) nor stopping, and the node is
-// not stale (Dispatcher.fresh); then it gives the slot back.
+// work delivers j, then, in the same worker slot, the next parked job of
+// its key (keys.go) or the read-ahead's next jobs while there are some and
+// the queue is neither paused, throttled (the run loop gives the
+// read-ahead back) nor stopping, and the node is not stale
+// (Dispatcher.fresh); then it gives the slot back.
 func (r *runner) work(j *store.Job) {
 	for j != nil {
+		accepted := false
 		if wait := r.flow.admit(j); wait > 0 {
 			r.hold(j, wait) // its host may not take it now (flow.go)
 		} else {
-			r.process(j)
+			accepted = r.process(j)
 		}
+		q := r.settings.Load()
+		more := !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil && r.d.fresh()
+		done := j
 		j = nil
-		if q := r.settings.Load(); !r.stopped() && !q.Paused && q.MaxDispatchesPerSecond == nil && r.d.fresh() {
+		if done.ConcurrencyKey != "" {
+			j = r.keyEnd(done, accepted, more)
+		}
+		if j == nil && more {
 			var low bool
 			if j, low = r.ahead.next(); low {
 				r.signalFreed()
@@ -42,11 +50,13 @@ func (r *runner) work(j *store.Job) {
 // job's worker slot stays taken until it commits, so that a crash
 // redelivers at most max_workers jobs; when three quarters of the slots
 // wait so, the DELETE goes at once, or a queue with few slots or fast
-// workers would spend its slots' time waiting.
-func (r *runner) ack(ctx context.Context, id int64) error {
+// workers would spend its slots' time waiting. So it does when now: the
+// job's key has jobs parked behind it (keys.go), which wait for the
+// commit.
+func (r *runner) ack(ctx context.Context, id int64, now bool) error {
 	n := r.acking.Add(1)
 	defer r.acking.Add(-1)
-	if 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
+	if now || 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
 		r.d.complete.Flush()
 	}
 	_, err := r.d.complete.Do(ctx, id)
@@ -58,8 +68,9 @@ func (r *runner) ack(ctx context.Context, id int64) error {
 // maxDeferrals times, flow.go), a failure with retries left puts it back
 // after the worker's retry_after or else the job's backoff (retryDelay),
 // anything else moves it to the failure log. The outcome also tells the
-// flow control of the job's worker host.
-func (r *runner) process(j *store.Job) {
+// flow control of the job's worker host. It reports whether the worker
+// accepted the job (which is then leased, in delivery still).
+func (r *runner) process(j *store.Job) (accepted bool) {
 	d := r.d
 	d.cfg.Stats.Busy(r.name, 1)
 	defer d.cfg.Stats.Busy(r.name, -1)
@@ -75,13 +86,13 @@ func (r *runner) process(j *store.Job) {
 	cancel(nil)
 	elapsed := time.Since(began)
 	if d.deliverCtx.Err() != nil {
-		return // hard stop: the grab expires and the job is delivered again
+		return false // hard stop: the grab expires and the job is delivered again
 	}
 	log := r.log.With("job_id", j.ID)
 	if aborted {
 		r.flow.observe(j, nil, began, began.Add(elapsed), 0, nil)
 		log.Debug("delivery aborted: the job was cancelled")
-		return // the cancel removed the job
+		return false // the cancel removed the job
 	}
 	q := r.settings.Load()
 	r.flow.observe(j, &res, began, began.Add(elapsed), r.inflight.Load(), q.MaxDispatchesPerSecond)
@@ -117,10 +128,11 @@ func (r *runner) process(j *store.Job) {
 			log.Warn("job was taken from this node before its acceptance was recorded; it will be delivered again", "err", err)
 		}
 		r.later() // its lease runs out some day
-		return
+		return true
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID) })
+		now := r.keyWaits(j)
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID, now) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())
@@ -147,4 +159,5 @@ func (r *runner) process(j *store.Job) {
 	if err != nil && d.deliverCtx.Err() == nil {
 		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
 	}
+	return false
 }

@@ -16,10 +16,10 @@
 // queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
 // ahead of free slots; deliver.go a slot's deliveries and their outcome;
 // protocol.go the HTTP request to a worker and its answer; flow.go flow
-// control per worker host (429/503 and Retry-After, circuit breaker); lease.go
-// accepted jobs: lease tokens, heartbeats, completions, expiry; backoff.go
-// retry delays; throttle.go max_dispatches_per_second; probe.go the
-// prober of parked queues.
+// control per worker host (429/503 and Retry-After, circuit breaker); keys.go
+// per-key concurrency and ordering; lease.go accepted jobs: lease tokens,
+// heartbeats, completions, expiry; backoff.go retry delays; throttle.go
+// max_dispatches_per_second; probe.go the prober of parked queues.
 //
 // Exclusion does not rest on leadership alone: a job is grabbed by one
 // atomic statement and every acknowledgement is guarded by the holder's
@@ -519,8 +519,12 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 	}
 }
 
-// retire stops r and lets its deliveries finish; d.mu is held.
+// retire stops r and lets its deliveries finish; d.mu is held. r stops
+// before retire returns, so before a yield gives its queue up: from then
+// on it starts no keyed job, whose key the next leader counts
+// (keys.go).
 func (d *Dispatcher) retire(r *runner) {
+	r.stopOnce.Do(r.closeStop)
 	d.retired.Add(1)
 	d.retiring[r.name]++
 	go func() {

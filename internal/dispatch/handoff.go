@@ -133,6 +133,13 @@ func (h *Handoff) Deliver(j *store.Job) {
 		h.r.d.cfg.Stats.Grabbed(h.r.name, []*store.Job{j}, time.Now())
 		go func() {
 			defer h.r.wg.Done()
+			if j.ConcurrencyKey != "" && len(h.r.admit([]*store.Job{j})) == 0 {
+				// Parked behind its key (keys.go): the run loop, which may
+				// sleep parked itself, now polls and recounts its keys.
+				h.r.releaseSlots(1)
+				h.r.nudge()
+				return
+			}
 			h.r.work(j)
 		}()
 	})

@@ -342,21 +342,24 @@ func (d *Dispatcher) JobCancelled(j *store.Job) {
 		d.leaseEnded(j.Queue, store.JobGrab{ID: j.ID, Grabs: j.Grabs})
 	case j.State != store.StateGrabbed:
 	case j.GrabbedBy == d.cfg.Node:
-		d.Abort(j.ID)
+		d.Abort(j.Queue, j.ID)
 	case d.cfg.Nudger != nil:
 		d.cfg.Nudger.Cancel(j.Queue, j.ID)
 	}
 }
 
-// Abort aborts the delivery of job id if it runs on this node, and
+// Abort aborts the delivery of job id of queue if it runs on this node,
+// or drops it from the jobs parked behind their key (keys.go), and
 // reports whether it did. The job must be gone (cancelled): the aborted
 // delivery records no outcome.
-func (d *Dispatcher) Abort(id int64) bool {
+func (d *Dispatcher) Abort(queue string, id int64) bool {
 	v, ok := d.deliveries.Load(id)
 	if ok {
 		v.(*delivery).cancel(errCancelled)
+		return true
 	}
-	return ok
+	r := d.runner(queue)
+	return r != nil && r.unparkCancelled(id)
 }
 
 // purgeResults deletes the completion results older than resultsKept.

@@ -349,6 +349,7 @@ func (r *runner) holdLeases(jobs []*store.Job) {
 // leaseEnded gives back the worker slot of a pulled job whose lease ended
 // (completed, cancelled, expired or given back), if it holds one.
 func (r *runner) leaseEnded(g store.JobGrab) {
+	r.keysLeaseEnded()
 	r.pull.mu.Lock()
 	e, ok := r.pull.leases[g.ID]
 	ok = ok && e.grabs == g.Grabs

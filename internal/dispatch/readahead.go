@@ -79,6 +79,7 @@ func (r *runner) giveBack() {
 	if len(jobs) == 0 {
 		return
 	}
+	r.keysGone(jobs) // their key slots come free (keys.go)
 	if err := r.release(jobs, false); err != nil {
 		// They are delivered once their grab expires.
 		r.storeErr("give back read-ahead jobs", err)

@@ -50,6 +50,14 @@ type runner struct {
 	ahead     readAhead
 	acking    atomic.Int64 // deliveries waiting for their acknowledgement
 	pull      pullState    // a pull queue's pullers and leases (pull.go)
+	// keys counts the keyed jobs in delivery and holds the parked ones
+	// (keys.go); nil until the runner meets a keyed job. keysMu orders its
+	// making.
+	keys   atomic.Pointer[keyTable]
+	keysMu sync.Mutex
+	// keysRecount: a lease ended; count the keys' jobs in delivery again
+	// (keysLeaseEnded).
+	keysRecount atomic.Bool
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -150,6 +158,9 @@ func (r *runner) run() {
 			}
 			r.rescue()
 		}
+		if r.keysRecount.Swap(false) {
+			r.recountKeys()
+		}
 		if r.holding() && now.Sub(lastExtend) >= cfg.GrabLease/3 {
 			lastExtend = now
 			r.extend()
@@ -163,6 +174,7 @@ func (r *runner) run() {
 			if r.ahead.len() > 0 {
 				r.giveBack() // read ahead while it was a push queue
 			}
+			r.giveBackParked()
 			again, throttled, err := r.pullTurn(q, now, hold)
 			switch {
 			case err != nil:
@@ -199,6 +211,9 @@ func (r *runner) run() {
 				// tokens from the bucket.
 				r.giveBack()
 			}
+			if hold {
+				r.giveBackParked() // as the read-ahead
+			}
 			free = int64(q.MaxWorkers) - r.inflight.Load()
 			if free > 0 && !hold && r.ahead.len() > 0 {
 				// Deliveries ended and found the read-ahead empty before this
@@ -208,6 +223,11 @@ func (r *runner) run() {
 				r.releaseSlots(int64(n - len(jobs)))
 				r.start(jobs)
 				free -= int64(len(jobs))
+			}
+			if free > 0 && !hold && r.keysReady() {
+				// Keys with parked jobs got room with no worker slot in hand
+				// (keys.go).
+				free -= r.startReady(free)
 			}
 			if !hold && look {
 				tb := r.throttle(q, now)
@@ -250,17 +270,19 @@ func (r *runner) run() {
 					if tb != nil {
 						tb.take(len(jobs))
 					}
+					got := len(jobs)
+					jobs = r.admit(jobs) // parks keyed jobs whose key is full
 					started := min(len(jobs), took)
 					r.releaseSlots(int64(took - started))
 					r.start(jobs[:started])
 					r.ahead.add(jobs[started:], ahead/2)
-					r.grabbed(err == nil && len(jobs) < n, gen)
-					full = err == nil && len(jobs) == n
+					r.grabbed(err == nil && got < n, gen)
+					full = err == nil && got == n
 					switch {
 					case err != nil:
 						backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 						r.storeErr("grab jobs", err)
-					case len(jobs) == n:
+					case got == n:
 						backoff = 0
 						r.storeOK()
 						continue // more may be due
@@ -274,7 +296,9 @@ func (r *runner) run() {
 		// Parked: no due backlog is known, so the prober looks for due
 		// jobs, for this queue and every other idle one with one query.
 		// A throttled queue polls itself, to keep its token bucket.
-		park = !full && backoff == 0 && q.MaxDispatchesPerSecond == nil
+		// So does a queue with parked keyed jobs: their keys' ends on other
+		// nodes are counted at its rescues (keys.go).
+		park = !full && backoff == 0 && q.MaxDispatchesPerSecond == nil && r.parkedJobs() == 0
 		if park {
 			wait = time.Hour
 		} else {
@@ -316,6 +340,7 @@ func (r *runner) run() {
 		}
 	}
 	r.giveBack()
+	r.giveBackParked()
 	r.answerPullers(time.Time{})
 	r.drain(lastExtend)
 }
@@ -343,7 +368,11 @@ func (r *runner) grab(n int) ([]*store.Job, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	began := time.Now()
-	jobs, err := r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease})
+	p := &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease}
+	if t := r.keys.Load(); t != nil {
+		p.SkipKeys, p.NoKeys = t.skipped()
+	}
+	jobs, err := r.d.cfg.Store.JobsGrab(ctx, p)
 	r.d.cfg.Stats.Grabbed(r.name, jobs, time.Now())
 	r.d.cfg.Tracer.Grab(r.name, began, jobs, err)
 	return jobs, err
@@ -351,6 +380,7 @@ func (r *runner) grab(n int) ([]*store.Job, error) {
 
 func (r *runner) rescue() {
 	r.expireLeases()
+	r.recountKeys()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := r.d.cfg.Store.JobsRescue(ctx, r.name)
@@ -380,8 +410,8 @@ func (r *runner) start(jobs []*store.Job) {
 }
 
 // holding reports whether this runner holds grabs to extend: deliveries in
-// flight or read-ahead jobs (a pulled job's slot holds a lease, which no
-// node extends).
+// flight, read-ahead or parked jobs (a pulled job's slot holds a lease,
+// which no node extends).
 func (r *runner) holding() bool {
-	return r.inflight.Load()-r.pull.held.Load() > 0 || r.ahead.len() > 0
+	return r.inflight.Load()-r.pull.held.Load() > 0 || r.ahead.len() > 0 || r.parkedJobs() > 0
 }

@@ -124,6 +124,7 @@ func toFailedJSON(f *store.FailedJob) *rowqtype.FailedJob {
 		ID: f.ID, JobID: f.JobID, QueueName: f.Queue, Category: f.Category, URL: f.URL, Payload: f.Payload,
 		Result:    rowqtype.FailedResult{Status: f.Status, Code: f.Code, Message: f.Message},
 		FailCount: f.FailCount, FailedAt: f.FailedAt, CreatedAt: f.CreatedAt,
+		ConcurrencyKey: f.ConcurrencyKey, ConcurrencyLimit: f.ConcurrencyLimit, Ordered: f.Ordered,
 	}
 }
 

@@ -55,9 +55,10 @@ type Dispatcher interface {
 	// LeasesEnded handles a nudge from another node: leases of the
 	// queue's jobs ended there.
 	LeasesEnded(queue string, gs []store.JobGrab)
-	// Abort aborts the delivery of a cancelled job if it runs on this
-	// node (a nudge from the node that cancelled it).
-	Abort(id int64) bool
+	// Abort aborts the delivery of a cancelled job of queue if it runs on
+	// this node, or drops it from the jobs held back by their key (a nudge
+	// from the node that cancelled it).
+	Abort(queue string, id int64) bool
 }
 
 // Scheduler is the node's schedule loop as the API sees it

@@ -71,6 +71,9 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 	if err := badRequest(validate.JobURL(req.URL, dest.Queue, dest.Pull)); err != nil {
 		return nil, err
 	}
+	if err := badRequest(validate.JobKey(valueOr(req.ConcurrencyKey, ""), dest.Queue, dest.Pull)); err != nil {
+		return nil, err
+	}
 	return validate.JobParams(dest.Queue, category, req), nil
 }
 
@@ -112,6 +115,7 @@ func toJobPushed(p *store.JobInsertParams, res store.JobPushed) *rowqtype.Pushed
 		ID: res.ID, QueueName: p.Queue, Category: p.Category, URL: p.URL, Payload: p.Payload,
 		RunAfter: int(p.RunAfter / time.Second), MaxRetries: p.MaxRetries, RetryDelay: p.RetryDelay, Timeout: p.Timeout,
 		Priority: p.Priority, RetryBackoff: p.RetryBackoff, RetryDelayMax: p.RetryDelayMax, RetryJitter: p.RetryJitter,
+		ConcurrencyKey: p.ConcurrencyKey, ConcurrencyLimit: p.ConcurrencyLimit, Ordered: p.Ordered,
 	}
 	if res.Existing && res.Job != nil {
 		out = storedJobPushed(res.Job)
@@ -132,6 +136,7 @@ func storedJobPushed(j *store.Job) *rowqtype.PushedJob {
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, Timeout: j.Timeout,
 		Priority: j.Priority, RetryBackoff: j.RetryBackoff, RetryDelayMax: j.RetryDelayMax,
 		RetryJitter: j.RetryJitter, UniqueKey: j.UniqueKey,
+		ConcurrencyKey: j.ConcurrencyKey, ConcurrencyLimit: j.ConcurrencyLimit, Ordered: j.Ordered,
 	}
 }
 
@@ -222,6 +227,7 @@ func toJobJSON(j *store.Job) *rowqtype.Job {
 		CreatedAt: j.CreatedAt, NextTry: j.NextTry, Timeout: j.Timeout, FailCount: j.FailCount,
 		MaxRetries: j.MaxRetries, RetryDelay: j.RetryDelay, GrabbedBy: j.GrabbedBy, GrabbedUntil: j.GrabbedTil,
 		Progress: j.Progress, Message: j.ProgressMessage, TraceParent: j.Trace.Parent, TraceState: j.Trace.State, Deferrals: j.Deferrals,
+		ConcurrencyKey: j.ConcurrencyKey, ConcurrencyLimit: j.ConcurrencyLimit, Ordered: j.Ordered,
 	}
 }
 

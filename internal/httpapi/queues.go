@@ -202,7 +202,7 @@ func (a *API) wakeQueue(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if req.Cancel > 0 {
-		a.cfg.Dispatcher.Abort(req.Cancel)
+		a.cfg.Dispatcher.Abort(name, req.Cancel)
 	}
 	if len(ended) > 0 {
 		a.cfg.Dispatcher.LeasesEnded(name, ended)

@@ -50,6 +50,7 @@ func toSchedule(sc *store.Schedule) *rowqtype.Schedule {
 		MaxRetries: sc.MaxRetries, RetryDelay: sc.RetryDelay, Timeout: sc.Timeout, Misfire: sc.Misfire,
 		MaxCatchup: sc.MaxCatchup, Overlap: sc.Overlap, Paused: sc.Paused, NextRuns: []rowqtype.NextRun{},
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
+		ConcurrencyKey: sc.ConcurrencyKey, ConcurrencyLimit: sc.ConcurrencyLimit, Ordered: sc.Ordered,
 	}
 	loc, err := loadZone(sc.Timezone)
 	if err != nil {
@@ -120,6 +121,9 @@ func (a *API) validateSchedule(req *rowqtype.ScheduleRequest) (schedule.Spec, er
 			return nil, err
 		}
 	}
+	if err := badRequest(validate.Concurrency(req.ConcurrencyKey, req.ConcurrencyLimit, req.Ordered)); err != nil {
+		return nil, err
+	}
 	switch req.Misfire {
 	case "":
 		req.Misfire = store.MisfireOnce
@@ -170,6 +174,21 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
+	if req.ConcurrencyKey != nil {
+		// Checked against the queue the category routes to now; should it
+		// become a pull queue, the runs are skipped and say why.
+		d, err := a.cfg.Enqueue.Route(ctx, req.Category)
+		if err == nil {
+			err = badRequest(validate.JobKey(*req.ConcurrencyKey, d.Queue, d.Pull))
+		}
+		if err != nil && !errors.As(err, new(*enqueue.UnroutableError)) {
+			return nil, err
+		}
+	}
+	climit := 0
+	if req.ConcurrencyKey != nil {
+		climit = valueOr(req.ConcurrencyLimit, 1)
+	}
 	now, err := a.cfg.Store.Now(ctx)
 	if err != nil {
 		return nil, err
@@ -186,7 +205,7 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 		Name: name, Cron: req.Cron, Timezone: req.Timezone, Category: req.Category, URL: req.URL, Payload: req.Payload,
 		MaxRetries: valueOr(req.MaxRetries, 0), RetryDelay: valueOr(req.RetryDelay, 0), Timeout: valueOr(req.Timeout, 0),
 		Misfire: req.Misfire, MaxCatchup: valueOr(req.MaxCatchup, 100), Overlap: req.Overlap, Paused: req.Paused,
-		NextRunAt: next,
+		NextRunAt: next, ConcurrencyKey: valueOr(req.ConcurrencyKey, ""), ConcurrencyLimit: climit, Ordered: valueOr(req.Ordered, false),
 	})
 	if err != nil {
 		return nil, err

@@ -334,6 +334,7 @@ func jobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
 	return &store.JobInsertParams{
 		Queue: queue, Category: sc.Category, URL: sc.URL, Payload: sc.Payload,
 		Timeout: sc.Timeout, MaxRetries: sc.MaxRetries, RetryDelay: sc.RetryDelay,
+		JobOptions: store.JobOptions{ConcurrencyKey: sc.ConcurrencyKey, ConcurrencyLimit: sc.ConcurrencyLimit, Ordered: sc.Ordered},
 	}
 }
 
@@ -348,6 +349,9 @@ func (s *Scheduler) route(ctx context.Context, sc *store.Schedule) (queue, unrou
 	}
 	if err == nil {
 		if err := validate.JobURL(sc.URL, d.Queue, d.Pull); err != nil {
+			return "", err.Error(), nil
+		}
+		if err := validate.JobKey(sc.ConcurrencyKey, d.Queue, d.Pull); err != nil {
 			return "", err.Error(), nil
 		}
 	}

@@ -127,6 +127,15 @@ type JobStore interface {
 	// prober of idle queues (internal/dispatch) asks it once for a queue
 	// that parks, then sleeps until the time it gave.
 	JobsNextDue(ctx context.Context, queues []string) ([]QueueDue, error)
+	// JobsKeyHeads returns, for each of keys that has a job in p.Queue
+	// (waiting, grabbed or leased), the id of its oldest job (the lowest):
+	// the only job of an ordered key that may be delivered.
+	JobsKeyHeads(ctx context.Context, p *JobsKeyHeadsParams) (map[string]int64, error)
+	// JobsKeyBusy counts, per concurrency key, the keyed jobs of p.Queue
+	// grabbed by a node other than p.Node or leased (by any node): what a
+	// new leader of the queue counts as in delivery beside its own
+	// deliveries. Keys with none are left out.
+	JobsKeyBusy(ctx context.Context, p *JobsKeyBusyParams) (map[string]int, error)
 	// JobsExpired returns those of queues that hold an expired grab (as
 	// JobsRescue sees it: grabbed_until passed, or its node unregistered)
 	// or an expired lease (JobsLeaseExpired), in any order: the queues
@@ -236,6 +245,23 @@ type JobsGrabParams struct {
 	// accepted job is), not by the node's grab; grabbed_by still names the
 	// node, for the record and for JobsRelease.
 	Leased bool
+	// SkipKeys leaves out the jobs of these concurrency keys, and NoKeys
+	// every keyed job: the leader holds back so many of them already
+	// (internal/dispatch, keys.go).
+	SkipKeys []string
+	NoKeys   bool
+}
+
+// JobsKeyHeadsParams are the arguments of JobStore.JobsKeyHeads.
+type JobsKeyHeadsParams struct {
+	Queue string
+	Keys  []string
+}
+
+// JobsKeyBusyParams are the arguments of JobStore.JobsKeyBusy.
+type JobsKeyBusyParams struct {
+	Queue string
+	Node  string
 }
 
 // JobsExtendParams are the arguments of JobStore.JobsExtend.
@@ -336,6 +362,15 @@ type JobOptions struct {
 	// RetryJitter spreads each retry delay by up to ± this fraction of it
 	// (0..1).
 	RetryJitter float64
+	// ConcurrencyKey, when not "", bounds the jobs of the queue with this
+	// key that are in delivery at once to ConcurrencyLimit (1 or more;
+	// 0 when there is no key). With Ordered, the jobs of the key go one
+	// at a time, oldest (lowest id) first, a job waiting for every older
+	// job of its key to leave the queue (docs/flow-control.md). The queue's
+	// leader keeps the counts (internal/dispatch, keys.go).
+	ConcurrencyKey   string
+	ConcurrencyLimit int
+	Ordered          bool
 }
 
 // JobPushed is the outcome of one job of JobStore.JobsPush.

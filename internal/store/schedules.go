@@ -81,13 +81,18 @@ type Schedule struct {
 	MaxRetries int
 	RetryDelay int // seconds
 	Timeout    int // seconds, 0 = none
-	Misfire    string
-	MaxCatchup int
-	Overlap    string
-	Paused     bool
-	NextRunAt  time.Time
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// ConcurrencyKey, ConcurrencyLimit and Ordered go to every job the
+	// schedule enqueues (store.JobOptions).
+	ConcurrencyKey   string
+	ConcurrencyLimit int
+	Ordered          bool
+	Misfire          string
+	MaxCatchup       int
+	Overlap          string
+	Paused           bool
+	NextRunAt        time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // ScheduleListParams are the arguments of Store.ScheduleList.

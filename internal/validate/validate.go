@@ -30,6 +30,9 @@ const (
 	MinPriority     = -1000          // lowest job priority
 	MaxPriority     = 1000           // highest job priority
 	MaxUniqueKeyLen = 255            // characters of a unique_key
+	// MaxConcurrencyKeyLen fits a MySQL index of utf8mb4 (191 × 4 bytes).
+	MaxConcurrencyKeyLen = 191
+	MaxConcurrencyLimit  = 10000 // a key's jobs in delivery at once (max_workers' bound)
 )
 
 // Error is an input that fails a check; its message names the field:
@@ -164,7 +167,44 @@ func jobOptions(req *rowqtype.JobRequest) error {
 	if j := req.RetryJitter; j != nil && !(*j >= 0 && *j <= 1) {
 		return errorf("retry_jitter", "must be 0..1 (a fraction of the delay), got %v", *j)
 	}
+	if err := Concurrency(req.ConcurrencyKey, req.ConcurrencyLimit, req.Ordered); err != nil {
+		return err
+	}
 	return trace(req.TraceParent, req.TraceState)
+}
+
+// Concurrency checks a job's concurrency key, limit and ordering (of a
+// job request, or of a schedule's job).
+func Concurrency(ckey *string, limit *int, ordered *bool) error {
+	if ckey == nil {
+		if limit != nil {
+			return errorf("concurrency_limit", "only with concurrency_key")
+		}
+		if ordered != nil && *ordered {
+			return errorf("ordered", "only with concurrency_key")
+		}
+		return nil
+	}
+	if err := key("concurrency_key", *ckey, MaxConcurrencyKeyLen); err != nil {
+		return err
+	}
+	if err := Range("concurrency_limit", limit, 1, MaxConcurrencyLimit); err != nil {
+		return err
+	}
+	if valueOr(ordered, false) && valueOr(limit, 1) > 1 {
+		return errorf("ordered", "only with concurrency_limit 1 (an ordered key's jobs go one at a time), got concurrency_limit %d", *limit)
+	}
+	return nil
+}
+
+// JobKey checks that a job with a concurrency key (ckey, "" for none) is
+// routed to a push queue: a pull queue's workers lease its jobs with no
+// key limit.
+func JobKey(ckey, queue string, pull bool) error {
+	if ckey != "" && pull {
+		return errorf("concurrency_key", "not on queue %q, which delivers by pull (per-key limits apply to push queues only)", queue)
+	}
+	return nil
 }
 
 // trace checks a job's own trace context. Unlike the headers of a
@@ -207,17 +247,23 @@ func shown(v string) string {
 // trailing spaces, the other databases do not; refusing them keeps the
 // dialects alike).
 func UniqueKey(k string) error {
+	return key("unique_key", k, MaxUniqueKeyLen)
+}
+
+// key validates a key of field (unique_key, concurrency_key): 1..maxLen
+// characters of UTF-8 without control characters, not ending in a space.
+func key(field, k string, maxLen int) error {
 	switch {
 	case k == "":
-		return errorf("unique_key", "must not be empty (leave it out for none)")
+		return errorf(field, "must not be empty (leave it out for none)")
 	case !utf8.ValidString(k):
-		return errorf("unique_key", "must be valid UTF-8")
-	case utf8.RuneCountInString(k) > MaxUniqueKeyLen:
-		return errorf("unique_key", "at most %d characters, got %d", MaxUniqueKeyLen, utf8.RuneCountInString(k))
+		return errorf(field, "must be valid UTF-8")
+	case utf8.RuneCountInString(k) > maxLen:
+		return errorf(field, "at most %d characters, got %d", maxLen, utf8.RuneCountInString(k))
 	case strings.HasSuffix(k, " "):
-		return errorf("unique_key", "must not end with a space")
+		return errorf(field, "must not end with a space")
 	case strings.IndexFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errorf("unique_key", "must not contain control characters")
+		return errorf(field, "must not contain control characters")
 	}
 	return nil
 }
@@ -230,7 +276,7 @@ func JobParams(queue, category string, req *rowqtype.JobRequest) *store.JobInser
 	if string(payload) == "null" {
 		payload = nil
 	}
-	return &store.JobInsertParams{
+	p := &store.JobInsertParams{
 		Queue:      queue,
 		Category:   category,
 		URL:        req.URL,
@@ -248,6 +294,12 @@ func JobParams(queue, category string, req *rowqtype.JobRequest) *store.JobInser
 		},
 		Trace: jobTrace(req),
 	}
+	if req.ConcurrencyKey != nil {
+		p.ConcurrencyKey = *req.ConcurrencyKey
+		p.ConcurrencyLimit = valueOr(req.ConcurrencyLimit, 1)
+		p.Ordered = valueOr(req.Ordered, false)
+	}
+	return p
 }
 
 // jobTrace is the trace context of a checked request (Job): its

@@ -53,7 +53,9 @@ func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store
 	must(err)
 	_, err = st.JobFail(ctx, &store.JobFailParams{ID: grabbed[0].ID, Node: "n1", Status: "permanent-failure", Code: 422, Message: "<script>alert(1)</script>"})
 	must(err)
-	_, err = st.JobsInsert(ctx, []*store.JobInsertParams{job(`{"to":"ada"}`, 0), job(`{"later":true}`, time.Hour), job(`{"held":1}`, 0)})
+	later := job(`{"later":true}`, time.Hour)
+	later.ConcurrencyKey, later.ConcurrencyLimit, later.Ordered = "tenant-1", 1, true
+	_, err = st.JobsInsert(ctx, []*store.JobInsertParams{job(`{"to":"ada"}`, 0), later, job(`{"held":1}`, 0)})
 	must(err)
 	_, err = st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "mail", Node: "n1", Limit: 1, Lease: time.Minute})
 	must(err)
@@ -123,6 +125,7 @@ func TestDashboard_ShowsWhatTheDatabaseHolds(t *testing.T) {
 			contains(t, "/ui/queue/mail", body,
 				`Queue mail`, `<td>7 (0 busy)</td>`, `<tr><th>delivery</th><td>push</td></tr>`,
 				`{&#34;to&#34;:&#34;ada&#34;}`, `{&#34;later&#34;:true}`, `{&#34;held&#34;:1}`, `<td>n1</td>`,
+				`<td>tenant-1 (ordered)</td>`,
 				`permanent-failure`, `<td class="n">422</td>`,
 				`&lt;script&gt;alert(1)&lt;/script&gt;`) // escaped
 			if strings.Contains(body, "<script>") {

@@ -159,6 +159,9 @@ class Client:
         retry_jitter: Optional[float] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        concurrency_key: Optional[str] = None,
+        concurrency_limit: Optional[int] = None,
+        ordered: Optional[bool] = None,
     ) -> PushedJob:
         """Enqueues a job of ``category`` for the worker at ``url``
         (POST /job/{category}); the answer comes once the job is committed.
@@ -166,7 +169,10 @@ class Client:
         whose category routes to a pull queue needs no url (None).
         Durations are seconds; options left None take the server's defaults.
         ``traceparent`` and ``tracestate`` (W3C Trace Context) put the job in
-        a trace: each delivery carries them to the worker."""
+        a trace: each delivery carries them to the worker.
+        ``concurrency_key`` bounds the queue's jobs of that key in delivery
+        at once to ``concurrency_limit`` (1); with ``ordered``, they go one at
+        a time in enqueue order (docs/flow-control.md)."""
         body = _set(
             url=url,
             payload=payload,
@@ -181,6 +187,9 @@ class Client:
             retry_jitter=retry_jitter,
             traceparent=traceparent,
             tracestate=tracestate,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            ordered=ordered,
         )
         return PushedJob.from_json(self.request("POST", "/job/" + _seg(category), body=body))
 

@@ -96,6 +96,9 @@ class NewJob:
     retry_jitter: Optional[float] = None
     traceparent: Optional[str] = None
     tracestate: Optional[str] = None
+    concurrency_key: Optional[str] = None
+    concurrency_limit: Optional[int] = None
+    ordered: Optional[bool] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The body of POST /jobs' element: the fields that are set."""
@@ -123,6 +126,9 @@ class PushedJob:
     retry_jitter: float
     unique_key: Optional[str] = None
     existing: Optional[bool] = None
+    concurrency_key: Optional[str] = None
+    concurrency_limit: Optional[int] = None
+    ordered: Optional[bool] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PushedJob:
@@ -154,6 +160,9 @@ class Job:
     message: Optional[str] = None
     traceparent: Optional[str] = None
     tracestate: Optional[str] = None
+    concurrency_key: Optional[str] = None
+    concurrency_limit: Optional[int] = None
+    ordered: Optional[bool] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:

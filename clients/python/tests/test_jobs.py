@@ -118,6 +118,20 @@ class JobsTest(unittest.TestCase):
         self.assertEqual((first.existing, first.unique_key), (False, "invoice-42"))
         self.assertEqual((again.existing, again.id, again.payload), (True, first.id, {"n": 1}))
 
+    def test_enqueue_concurrency_key(self) -> None:
+        q, cat = self.queue_with_routing()
+        url = self.worker.url + "/ok/" + q
+        job = self.c.enqueue(cat, url, {"n": 1}, concurrency_key="tenant-7", ordered=True, run_after=3600)
+        self.assertEqual((job.concurrency_key, job.concurrency_limit, job.ordered), ("tenant-7", 1, True))
+        got = self.c.job(q, job.id)
+        self.assertEqual((got.concurrency_key, got.concurrency_limit, got.ordered), ("tenant-7", 1, True))
+        [many] = self.c.enqueue_many([rowq.NewJob(cat, url, {"n": 2}, run_after=3600, concurrency_key="tenant-7", concurrency_limit=2)])
+        self.assertEqual((many.concurrency_key, many.concurrency_limit, many.ordered), ("tenant-7", 2, None))
+        with self.assertRaises(rowq.RowqError) as e:
+            self.c.enqueue(cat, url, None, concurrency_limit=2)
+        self.assertEqual(e.exception.status, 400)
+        self.assertTrue(e.exception.message.startswith("concurrency_limit:"), e.exception.message)
+
     def test_enqueue_many_delivers_each(self) -> None:
         q, cat = self.queue_with_routing()
         url = self.worker.url + "/ok/" + q

@@ -62,3 +62,11 @@ func SessionConnID(s store.NodeSession) int64 { return s.(*nodeSession).connID }
 
 // OutboxReadSQL is the outbox's read (and probe), for the EXPLAIN test.
 const OutboxReadSQL = sqldb.OutboxReadSQL
+
+// Concurrency keys' statements, for the EXPLAIN test.
+var (
+	KeyHeadsSQL = keyHeadsSQL
+	GrabKeys    = grabKeys
+)
+
+const KeyBusySQL = keyBusySQL

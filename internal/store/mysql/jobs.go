@@ -16,7 +16,8 @@ import (
 
 const jobCols = "id, queue_name, category, url, payload, state, created_at, next_try, " +
 	"timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until, " +
-	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals"
+	"priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals, " +
+	"concurrency_key, concurrency_limit, ordered"
 
 // scanJob scans the jobCols of one row, then extra columns into extra.
 func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
@@ -29,15 +30,18 @@ func scanJob(sc sqldb.Scanner, extra ...any) (*store.Job, error) {
 		prog    sql.NullFloat64
 		pmsg    sql.NullString
 		tp, ts  sql.NullString
+		ckey    sql.NullString
 	)
 	dest := append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &by, &until,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg, &tp, &ts, &j.Deferrals}, extra...)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &prog, &pmsg, &tp, &ts, &j.Deferrals,
+		&ckey, &j.ConcurrencyLimit, &j.Ordered}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	j.Payload = payload // nil when NULL
 	j.UniqueKey = key.String
+	j.ConcurrencyKey = ckey.String
 	if prog.Valid {
 		j.Progress = &prog.Float64
 	}
@@ -159,13 +163,14 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 	var q strings.Builder
 	q.WriteString(`/* rowq:jobs.insert */ INSERT INTO jobs
 		(queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, grabbed_by, grabbed_until, grabs)
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, grabbed_by, grabbed_until, grabs,
+		concurrency_key, concurrency_limit, ordered)
 		VALUES `)
-	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, '', NOW(6), 0)"
+	row := "(?, ?, ?, ?, 'waiting', NOW(6), NOW(6) + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, '', NOW(6), 0, ?, ?, ?)"
 	if hold != nil {
-		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND, 1)"
+		row = "(?, ?, ?, ?, 'grabbed', " + now + ", " + now + " + INTERVAL ? MICROSECOND, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, " + now + " + INTERVAL ? MICROSECOND, 1, ?, ?, ?)"
 	}
-	args := make([]any, 0, 20*len(jobs))
+	args := make([]any, 0, 23*len(jobs))
 	for i, j := range jobs {
 		if i > 0 {
 			q.WriteString(", ")
@@ -186,6 +191,7 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 			}
 			args = append(args, hold.Lease.Microseconds())
 		}
+		args = append(args, keyArgs(&j.JobOptions)...)
 	}
 	return q.String(), args
 }
@@ -216,10 +222,30 @@ func (s *Store) autoIncrementStep(ctx context.Context) (int64, error) {
 // microseconds, queue, limit.
 const grabSQL = `/* rowq:jobs.grab */ SELECT ` + jobCols + `, NOW(6) + INTERVAL ? MICROSECOND
 	FROM jobs FORCE INDEX (jobs_fetch)
-	WHERE queue_name = ? AND state = 'waiting' AND next_try <= NOW(6)
+	WHERE queue_name = ? AND state = 'waiting' AND next_try <= NOW(6)` + grabKeysSQL + `
 	ORDER BY priority DESC, next_try, id
 	LIMIT ?
 	FOR UPDATE SKIP LOCKED`
+
+// grabKeysSQL marks where grabSQL takes the condition that leaves out the
+// jobs of keys the leader holds back enough of (grabKeys).
+const grabKeysSQL = "/* keys */"
+
+// grabKeys returns grabSQL for p, with its keys' condition, and the
+// condition's arguments.
+func grabKeys(p *store.JobsGrabParams) (string, []any) {
+	switch {
+	case p.NoKeys:
+		return strings.Replace(grabSQL, grabKeysSQL, " AND concurrency_key IS NULL", 1), nil
+	case len(p.SkipKeys) > 0:
+		args := make([]any, len(p.SkipKeys))
+		for i, k := range p.SkipKeys {
+			args[i] = k
+		}
+		return strings.Replace(grabSQL, grabKeysSQL, " AND (concurrency_key IS NULL OR concurrency_key NOT IN ("+sqldb.Placeholders(len(args))+"))", 1), args
+	}
+	return grabSQL, nil
+}
 
 // JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
 // p.Node until NOW(6) + p.Lease, in one short transaction, and returns them
@@ -259,7 +285,9 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 
 // grabLocked runs grabSQL in tx and sets until to the grab's expiry.
 func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until *time.Time) ([]*store.Job, error) {
-	rows, err := tx.QueryContext(ctx, grabSQL, p.Lease.Microseconds(), p.Queue, p.Limit)
+	q, keys := grabKeys(p)
+	args := append(append([]any{p.Lease.Microseconds(), p.Queue}, keys...), p.Limit)
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -503,10 +531,12 @@ func moveToFailed(ctx context.Context, tx *sql.Tx, j *store.Job, now time.Time, 
 	f.UniqueKey = "" // the key frees when the job leaves the jobs table
 	res, err := tx.ExecContext(ctx, `/* rowq:jobs.fail */ INSERT INTO failed_jobs
 		(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
-		 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, grabs)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, grabs,
+		 concurrency_key, concurrency_limit, ordered)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		f.JobID, f.Queue, f.Category, f.URL, f.Payload, f.Status, f.Code, f.Message, f.FailCount, f.FailedAt, f.CreatedAt,
-		f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter, j.Grabs)
+		f.Timeout, f.MaxRetries, f.RetryDelay, f.Priority, backoffOrFixed(f.RetryBackoff), f.RetryDelayMax, f.RetryJitter, j.Grabs,
+		sqldb.NullString(f.ConcurrencyKey), f.ConcurrencyLimit, f.Ordered)
 	if err != nil {
 		return nil, err
 	}
@@ -562,6 +592,12 @@ func optionArgs(e *store.JobOptions) []any {
 		key = e.UniqueKey
 	}
 	return []any{e.Priority, key, backoffOrFixed(e.RetryBackoff), e.RetryDelayMax, e.RetryJitter}
+}
+
+// keyArgs are the values of the columns concurrency_key, concurrency_limit
+// and ordered.
+func keyArgs(e *store.JobOptions) []any {
+	return []any{sqldb.NullString(e.ConcurrencyKey), e.ConcurrencyLimit, e.Ordered}
 }
 
 func backoffOrFixed(b string) string {

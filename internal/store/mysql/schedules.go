@@ -13,18 +13,21 @@ import (
 )
 
 const scheduleCols = "name, cron, timezone, category, url, payload, max_retries, retry_delay, timeout, " +
-	"misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at"
+	"misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at, concurrency_key, concurrency_limit, ordered"
 
 func scanSchedule(sc sqldb.Scanner) (*store.Schedule, error) {
 	var (
 		s       store.Schedule
 		payload []byte
+		ckey    sql.NullString
 	)
 	err := sc.Scan(&s.Name, &s.Cron, &s.Timezone, &s.Category, &s.URL, &payload, &s.MaxRetries, &s.RetryDelay, &s.Timeout,
-		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &s.NextRunAt, &s.CreatedAt, &s.UpdatedAt)
+		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &s.NextRunAt, &s.CreatedAt, &s.UpdatedAt,
+		&ckey, &s.ConcurrencyLimit, &s.Ordered)
 	if err != nil {
 		return nil, err
 	}
+	s.ConcurrencyKey = ckey.String
 	s.Payload = payload
 	return &s, nil
 }
@@ -62,16 +65,19 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 			next := sc.NextRunAt.UTC()
 			_, err := tx.ExecContext(ctx, `/* rowq:schedules.put */
 				INSERT INTO schedules (`+scheduleCols+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6), ?, ?, ?)
 				ON DUPLICATE KEY UPDATE
 					next_run_at = IF(cron = ? AND timezone = ? AND paused = 0, next_run_at, ?),
 					cron = ?, timezone = ?, category = ?, url = ?, payload = ?, max_retries = ?, retry_delay = ?,
-					timeout = ?, misfire = ?, max_catchup = ?, overlap = ?, paused = ?, updated_at = NOW(6)`,
+					timeout = ?, misfire = ?, max_catchup = ?, overlap = ?, paused = ?, updated_at = NOW(6),
+					concurrency_key = ?, concurrency_limit = ?, ordered = ?`,
 				sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, sc.Payload, sc.MaxRetries, sc.RetryDelay, sc.Timeout,
 				sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, next,
+				sqldb.NullString(sc.ConcurrencyKey), sc.ConcurrencyLimit, sc.Ordered,
 				sc.Cron, sc.Timezone, next,
 				sc.Cron, sc.Timezone, sc.Category, sc.URL, sc.Payload, sc.MaxRetries, sc.RetryDelay,
-				sc.Timeout, sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused)
+				sc.Timeout, sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused,
+				sqldb.NullString(sc.ConcurrencyKey), sc.ConcurrencyLimit, sc.Ordered)
 			if err != nil {
 				return err
 			}

@@ -37,3 +37,8 @@ func SessionPID(s store.NodeSession) uint32 { return s.(*nodeSession).conn.PgCon
 
 // OutboxReadSQL is the outbox's read (and probe), for the EXPLAIN test.
 const OutboxReadSQL = outboxReadSQL
+
+// Concurrency keys' statements, for the EXPLAIN test.
+var GrabKeys = grabKeys
+
+const KeyHeadsSQL = keyHeadsSQL

@@ -10,16 +10,22 @@ import (
 
 const failedJobCols = `id, job_id, queue_name, category, url, payload, status, code, message,
 	fail_count, failed_at, created_at,
-	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
+	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter,
+	concurrency_key, concurrency_limit, ordered`
 
 func scanFailedJob(row pgx.CollectableRow) (*store.FailedJob, error) {
 	var (
 		f       store.FailedJob
 		payload []byte
+		ckey    *string
 	)
 	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message,
 		&f.FailCount, &f.FailedAt, &f.CreatedAt,
-		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter,
+		&ckey, &f.ConcurrencyLimit, &f.Ordered)
+	if ckey != nil {
+		f.ConcurrencyKey = *ckey
+	}
 	if payload != nil {
 		f.Payload = payload
 	}
@@ -42,10 +48,10 @@ func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*stor
 // and fail_count 0.
 const retryInsertSQL = `INSERT INTO jobs
 	(id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs)
+	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, concurrency_key, concurrency_limit, ordered)
 	OVERRIDING SYSTEM VALUE
 	SELECT job_id, queue_name, category, url, payload, 'waiting', created_at, now(), timeout, max_retries, retry_delay, 0,
-	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, grabs
+	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, grabs, concurrency_key, concurrency_limit, ordered
 	FROM d`
 
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting

@@ -15,7 +15,8 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
 	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals,
+	concurrency_key, concurrency_limit, ordered`
 
 func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 	var (
@@ -25,12 +26,17 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 		key       *string
 		pmsg      *string
 		tp, ts    *string
+		ckey      *string
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts, &j.Deferrals)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts, &j.Deferrals,
+		&ckey, &j.ConcurrencyLimit, &j.Ordered)
 	if tp != nil {
 		j.Trace.Parent = *tp
+	}
+	if ckey != nil {
+		j.ConcurrencyKey = *ckey
 	}
 	if ts != nil {
 		j.Trace.State = *ts
@@ -80,20 +86,22 @@ const insertSQL = `/* rowq:jobs.insert */
 	SELECT ` + insertValues + `, 'waiting'
 	RETURNING id`
 
-// insertGrabbedSQL is insertSQL for jobs already grabbed by $16 until
-// now() + $17 seconds (local hand-off).
+// insertGrabbedSQL is insertSQL for jobs already grabbed by $19 until
+// now() + $20 seconds (local hand-off).
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (` + insertCols + `, state, grabbed_by, grabbed_until, grabs)
-	SELECT ` + insertValues + `, 'grabbed', $16::text, now() + make_interval(secs => $17::float8), 1
+	SELECT ` + insertValues + `, 'grabbed', $19::text, now() + make_interval(secs => $20::float8), 1
 	RETURNING id, created_at, next_try, grabbed_until`
 
 const (
 	insertCols = `queue_name, category, url, payload, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate,
+		concurrency_key, concurrency_limit, ordered`
 	insertValues = `unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
 		now(), now() + make_interval(secs => unnest($5::float8[])), unnest($6::int[]), unnest($7::int[]), unnest($8::int[]),
 		unnest($9::int[]), unnest($10::text[]), unnest($11::text[]), unnest($12::int[]), unnest($13::float8[]),
-		unnest($14::text[]), unnest($15::text[])`
+		unnest($14::text[]), unnest($15::text[]),
+		unnest($16::text[]), unnest($17::int[]), unnest($18::bool[])`
 )
 
 // insertArgs turns jobs into the arrays insertSQL takes.
@@ -114,6 +122,9 @@ func insertArgs(jobs []*store.JobInsertParams) []any {
 		jitters    = make([]float64, len(jobs))
 		parents    = make([]*string, len(jobs))
 		states     = make([]*string, len(jobs))
+		ckeys      = make([]*string, len(jobs))
+		climits    = make([]int, len(jobs))
+		ordered    = make([]bool, len(jobs))
 	)
 	for i, j := range jobs {
 		queues[i], categories[i], urls[i] = j.Queue, j.Category, j.URL
@@ -129,9 +140,10 @@ func insertArgs(jobs []*store.JobInsertParams) []any {
 			keys[i] = &k
 		}
 		parents[i], states[i] = nullText(j.Trace.Parent), nullText(j.Trace.State)
+		ckeys[i], climits[i], ordered[i] = nullText(j.ConcurrencyKey), j.ConcurrencyLimit, j.Ordered
 	}
 	return []any{queues, categories, urls, payloads, runAfters, timeouts, maxRetries, delays,
-		priorities, keys, backoffs, delayMaxes, jitters, parents, states}
+		priorities, keys, backoffs, delayMaxes, jitters, parents, states, ckeys, climits, ordered}
 }
 
 // nullText is s as an element of a text[] argument: NULL when "".
@@ -147,10 +159,27 @@ func nullText(s string) *string {
 // jobs_fetch index without a sort and skipping rows another grab holds.
 const grabSelectSQL = `/* rowq:jobs.grab.select */
 	SELECT id FROM jobs
-	WHERE queue_name = $1 AND state = 'waiting' AND next_try <= now()
+	WHERE queue_name = $1 AND state = 'waiting' AND next_try <= now()` + grabKeysSQL + `
 	ORDER BY priority DESC, next_try, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
+
+// grabKeysSQL marks where grabSelectSQL takes the condition that leaves
+// out the jobs of keys the leader holds back enough of (grabKeys).
+const grabKeysSQL = "/* keys */"
+
+// grabKeys returns grabSelectSQL for p, with its keys' condition, and the
+// condition's argument ($6), if any.
+func grabKeys(p *store.JobsGrabParams) (string, []any) {
+	switch {
+	case p.NoKeys:
+		return strings.Replace(grabSelectSQL, grabKeysSQL, " AND concurrency_key IS NULL", 1), nil
+	case len(p.SkipKeys) > 0:
+		return strings.Replace(grabSelectSQL, grabKeysSQL, " AND (concurrency_key IS NULL OR NOT concurrency_key = ANY($6::text[]))", 1),
+			[]any{p.SkipKeys}
+	}
+	return grabSelectSQL, nil
+}
 
 // JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
 // p.Node until now + p.Lease, and returns them highest priority, then
@@ -159,11 +188,12 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	sel, keys := grabKeys(p)
 	jobs, err := queryAll(ctx, s, scanJob, `/* rowq:jobs.grab */
 		UPDATE jobs SET state = $5, grabbed_by = $3, grabbed_until = now() + make_interval(secs => $4), grabs = grabs + 1
-		WHERE id IN (`+grabSelectSQL+`)
+		WHERE id IN (`+sel+`)
 		RETURNING `+jobCols,
-		p.Queue, p.Limit, p.Node, p.Lease.Seconds(), store.GrabState(p))
+		append([]any{p.Queue, p.Limit, p.Node, p.Lease.Seconds(), store.GrabState(p)}, keys...)...)
 	if err != nil {
 		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
@@ -272,11 +302,11 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
 			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
-			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
-			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
+			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered FROM d
 		RETURNING `+failedJobCols,
 		p.ID, p.Node, p.Status, p.Code, p.Message)
 	if err != nil {

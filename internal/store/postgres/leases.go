@@ -61,11 +61,11 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 		q = `/* rowq:jobs.finish */ WITH d AS (
 			DELETE FROM jobs WHERE ` + guard + `
 			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 			SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter FROM d
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered FROM d
 			RETURNING queue_name`
 		args = append(args, p.Status, p.Code, p.Message)
 	default:

@@ -12,15 +12,20 @@ import (
 )
 
 const scheduleCols = `name, cron, timezone, category, url, payload, max_retries, retry_delay, timeout,
-	misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at`
+	misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at, concurrency_key, concurrency_limit, ordered`
 
 func scanSchedule(row pgx.CollectableRow) (*store.Schedule, error) {
 	var (
 		s       store.Schedule
 		payload []byte
+		ckey    *string
 	)
 	err := row.Scan(&s.Name, &s.Cron, &s.Timezone, &s.Category, &s.URL, &payload, &s.MaxRetries, &s.RetryDelay, &s.Timeout,
-		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &s.NextRunAt, &s.CreatedAt, &s.UpdatedAt)
+		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &s.NextRunAt, &s.CreatedAt, &s.UpdatedAt,
+		&ckey, &s.ConcurrencyLimit, &s.Ordered)
+	if ckey != nil {
+		s.ConcurrencyKey = *ckey
+	}
 	if payload != nil {
 		s.Payload = payload
 	}
@@ -60,7 +65,7 @@ func nullPayload(p []byte) *string {
 func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Schedule, error) {
 	got, err := queryOne(ctx, s, scanSchedule, `/* rowq:schedules.put */
 		INSERT INTO schedules (`+scheduleCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now())
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now(), $15, $16, $17)
 		ON CONFLICT (name) DO UPDATE SET
 			next_run_at = CASE WHEN schedules.cron = excluded.cron AND schedules.timezone = excluded.timezone AND NOT schedules.paused
 				THEN schedules.next_run_at ELSE excluded.next_run_at END,
@@ -68,10 +73,11 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 			url = excluded.url, payload = excluded.payload, max_retries = excluded.max_retries,
 			retry_delay = excluded.retry_delay, timeout = excluded.timeout, misfire = excluded.misfire,
 			max_catchup = excluded.max_catchup, overlap = excluded.overlap, paused = excluded.paused,
-			updated_at = now()
+			updated_at = now(), concurrency_key = excluded.concurrency_key,
+			concurrency_limit = excluded.concurrency_limit, ordered = excluded.ordered
 		RETURNING `+scheduleCols,
 		sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, nullPayload(sc.Payload), sc.MaxRetries, sc.RetryDelay, sc.Timeout,
-		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt)
+		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt, nullText(sc.ConcurrencyKey), sc.ConcurrencyLimit, sc.Ordered)
 	if err != nil {
 		return nil, fmt.Errorf("put schedule %q: %w", sc.Name, mapErr(err))
 	}

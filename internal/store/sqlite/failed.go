@@ -11,19 +11,23 @@ import (
 )
 
 const failedCols = `id, job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at,
-	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter`
+	timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter,
+	concurrency_key, concurrency_limit, ordered`
 
 func scanFailed(row sqldb.Scanner) (*store.FailedJob, error) {
 	var (
 		f                 store.FailedJob
 		payload           sql.NullString
 		failedAt, created int64
+		ckey              sql.NullString
 	)
 	err := row.Scan(&f.ID, &f.JobID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Code, &f.Message, &f.FailCount, &failedAt, &created,
-		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter)
+		&f.Timeout, &f.MaxRetries, &f.RetryDelay, &f.Priority, &f.RetryBackoff, &f.RetryDelayMax, &f.RetryJitter,
+		&ckey, &f.ConcurrencyLimit, &f.Ordered)
 	if err != nil {
 		return nil, err
 	}
+	f.ConcurrencyKey = ckey.String
 	if payload.Valid {
 		f.Payload = []byte(payload.String)
 	}
@@ -44,9 +48,9 @@ func (s *Store) FailedJobGet(ctx context.Context, queue string, id int64) (*stor
 // with their old job ids, created_at and settings, and fail_count 0.
 const retryInsertSQL = `/* rowq:failed_jobs.retry */ INSERT INTO jobs
 	(id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count,
-	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs)
+	 priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, concurrency_key, concurrency_limit, ordered)
 	SELECT job_id, queue_name, category, url, payload, 'waiting', created_at, ?, timeout, max_retries, retry_delay, 0,
-	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, grabs
+	 priority, NULL, retry_backoff, retry_delay_max, retry_jitter, grabs, concurrency_key, concurrency_limit, ordered
 	FROM failed_jobs WHERE id IN `
 
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting

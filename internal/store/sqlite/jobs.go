@@ -14,7 +14,8 @@ import (
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
-	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals`
+	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals,
+	concurrency_key, concurrency_limit, ordered`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -25,10 +26,12 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 		key, pmsg          sql.NullString
 		tp, ts             sql.NullString
 		progress           sql.NullFloat64
+		ckey               sql.NullString
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
-		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts, &j.Deferrals)
+		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts, &j.Deferrals,
+		&ckey, &j.ConcurrencyLimit, &j.Ordered)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +41,7 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	}
 	j.ProgressMessage = pmsg.String
 	j.UniqueKey = key.String
+	j.ConcurrencyKey = ckey.String
 	if payload.Valid {
 		j.Payload = []byte(payload.String)
 	}
@@ -110,12 +114,50 @@ const grabSQL = `/* rowq:jobs.grab */
 	WHERE id IN (` + grabSelectSQL + `)
 	RETURNING ` + jobCols
 
-const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'waiting' AND next_try <= ?4 ORDER BY priority DESC, next_try, id LIMIT ?5`
+const grabSelectSQL = `SELECT id FROM jobs WHERE queue_name = ?3 AND state = 'waiting' AND next_try <= ?4` + grabKeysSQL + ` ORDER BY priority DESC, next_try, id LIMIT ?5`
+
+// grabKeysSQL marks where grabSQL takes the condition that leaves out the
+// jobs of keys the leader holds back enough of (grabKeys).
+const grabKeysSQL = "/* keys */"
+
+// grabKeys returns grabSQL for p, with its keys' condition (grabKeysCond).
+func grabKeys(p *store.JobsGrabParams) (string, []any) {
+	cond, args := grabKeysCond(p)
+	if cond == "" {
+		return grabSQL, nil
+	}
+	return keyedGrab(grabSQL, cond), args
+}
+
+// keyedGrab puts cond into grab (grabSQL, or grabSelectSQL), naming
+// jobs_fetch: with a condition on the key, SQLite's planner would walk
+// jobs_list and sort.
+func keyedGrab(grab, cond string) string {
+	grab = strings.Replace(grab, "SELECT id FROM jobs WHERE", "SELECT id FROM jobs INDEXED BY jobs_fetch WHERE", 1)
+	return strings.Replace(grab, grabKeysSQL, cond, 1)
+}
+
+// grabKeysCond is the condition on the grabbed jobs' keys that p asks for
+// ("" for none) and its arguments, which follow grabSQL's six.
+func grabKeysCond(p *store.JobsGrabParams) (string, []any) {
+	switch {
+	case p.NoKeys:
+		return " AND concurrency_key IS NULL", nil
+	case len(p.SkipKeys) > 0:
+		marks := make([]string, len(p.SkipKeys))
+		for i := range marks {
+			marks[i] = fmt.Sprintf("?%d", 7+i)
+		}
+		return " AND (concurrency_key IS NULL OR concurrency_key NOT IN (" + strings.Join(marks, ", ") + "))", sqldb.StringArgs(p.SkipKeys)
+	}
+	return "", nil
+}
 
 // JobsGrab marks due jobs as grabbed by the node and returns them.
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
 	now := s.micros()
-	rows, err := s.w.QueryContext(ctx, grabSQL, p.Node, now+p.Lease.Microseconds(), p.Queue, now, p.Limit, store.GrabState(p))
+	q, keys := grabKeys(p)
+	rows, err := s.w.QueryContext(ctx, q, append([]any{p.Node, now + p.Lease.Microseconds(), p.Queue, now, p.Limit, store.GrabState(p)}, keys...)...)
 	if err != nil {
 		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
 	}
@@ -248,9 +290,9 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
 			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 			SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered
 			FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?
 			RETURNING `+failedCols, p.Status, p.Code, p.Message, s.micros(), p.ID, p.Node)
 		var err error
@@ -301,15 +343,15 @@ func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job,
 // insertSQL inserts one job; its arguments come from insertArgs.
 const insertSQL = `/* rowq:jobs.insert */
 	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate)
-	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, concurrency_key, concurrency_limit, ordered)
+	VALUES (?, ?, ?, ?, 'waiting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertGrabbedSQL inserts one job already grabbed; its arguments are
 // insertArgs, then the holder's node id and grabbed_until.
 const insertGrabbedSQL = `/* rowq:jobs.insert_grabbed */
 	INSERT INTO jobs (queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay,
-		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, grabbed_by, grabbed_until, grabs)
-	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
+		priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, traceparent, tracestate, concurrency_key, concurrency_limit, ordered, grabbed_by, grabbed_until, grabs)
+	VALUES (?, ?, ?, ?, 'grabbed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
 
 // insertUniqueSQL inserts one job unless its unique key is taken, and then
 // returns no row.
@@ -327,7 +369,8 @@ func insertArgs(j *store.JobInsertParams, now int64) []any {
 	}
 	return []any{j.Queue, j.Category, j.URL, nullPayload(j.Payload), now, now + j.RunAfter.Microseconds(),
 		j.Timeout, j.MaxRetries, j.RetryDelay, j.Priority, key, backoff, j.RetryDelayMax, j.RetryJitter,
-		sqldb.NullString(j.Trace.Parent), sqldb.NullString(j.Trace.State)}
+		sqldb.NullString(j.Trace.Parent), sqldb.NullString(j.Trace.State),
+		sqldb.NullString(j.ConcurrencyKey), j.ConcurrencyLimit, j.Ordered}
 }
 
 // JobsPush stores the jobs in one transaction. There is one writer

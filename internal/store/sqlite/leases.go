@@ -72,9 +72,9 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 		case store.FinishFail:
 			if _, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */
 				INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
-					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter)
+					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 				SELECT id, queue_name, category, url, payload, ?, ?, ?, fail_count + 1, ?, created_at, grabs,
-					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter
+					timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered
 				FROM jobs WHERE id = ?`, p.Status, p.Code, p.Message, now, p.ID); err == nil {
 				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
 			}

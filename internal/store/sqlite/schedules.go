@@ -13,19 +13,22 @@ import (
 )
 
 const scheduleCols = `name, cron, timezone, category, url, payload, max_retries, retry_delay, timeout,
-	misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at`
+	misfire, max_catchup, overlap, paused, next_run_at, created_at, updated_at, concurrency_key, concurrency_limit, ordered`
 
 func scanSchedule(row sqldb.Scanner) (*store.Schedule, error) {
 	var (
 		s                  store.Schedule
 		payload            sql.NullString
 		next, created, upd int64
+		ckey               sql.NullString
 	)
 	err := row.Scan(&s.Name, &s.Cron, &s.Timezone, &s.Category, &s.URL, &payload, &s.MaxRetries, &s.RetryDelay, &s.Timeout,
-		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &next, &created, &upd)
+		&s.Misfire, &s.MaxCatchup, &s.Overlap, &s.Paused, &next, &created, &upd,
+		&ckey, &s.ConcurrencyLimit, &s.Ordered)
 	if err != nil {
 		return nil, err
 	}
+	s.ConcurrencyKey = ckey.String
 	if payload.Valid {
 		s.Payload = []byte(payload.String)
 	}
@@ -55,7 +58,7 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 	now := s.micros()
 	got, err := scanSchedule(s.w.QueryRowContext(ctx, `/* rowq:schedules.put */
 		INSERT INTO schedules (`+scheduleCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET
 			next_run_at = CASE WHEN schedules.cron = excluded.cron AND schedules.timezone = excluded.timezone AND schedules.paused = 0
 				THEN schedules.next_run_at ELSE excluded.next_run_at END,
@@ -63,10 +66,12 @@ func (s *Store) SchedulePut(ctx context.Context, sc *store.Schedule) (*store.Sch
 			url = excluded.url, payload = excluded.payload, max_retries = excluded.max_retries,
 			retry_delay = excluded.retry_delay, timeout = excluded.timeout, misfire = excluded.misfire,
 			max_catchup = excluded.max_catchup, overlap = excluded.overlap, paused = excluded.paused,
-			updated_at = excluded.updated_at
+			updated_at = excluded.updated_at, concurrency_key = excluded.concurrency_key,
+			concurrency_limit = excluded.concurrency_limit, ordered = excluded.ordered
 		RETURNING `+scheduleCols,
 		sc.Name, sc.Cron, sc.Timezone, sc.Category, sc.URL, nullPayload(sc.Payload), sc.MaxRetries, sc.RetryDelay, sc.Timeout,
-		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt.UnixMicro(), now, now))
+		sc.Misfire, sc.MaxCatchup, sc.Overlap, sc.Paused, sc.NextRunAt.UnixMicro(), now, now,
+		sqldb.NullString(sc.ConcurrencyKey), sc.ConcurrencyLimit, sc.Ordered))
 	if err != nil {
 		return nil, fmt.Errorf("put schedule %q: %w", sc.Name, mapErr(err))
 	}

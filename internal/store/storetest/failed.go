@@ -39,7 +39,8 @@ func failJobs(t *testing.T, s store.Store, queue string, n int, p store.JobInser
 func testFailedJobRetry(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	settings := store.JobInsertParams{Category: "c", URL: "http://a/", Timeout: 9, MaxRetries: 4, RetryDelay: 2,
-		JobOptions: store.JobOptions{Priority: 3, UniqueKey: "u", RetryBackoff: store.BackoffExponential, RetryDelayMax: 50, RetryJitter: 0.5}}
+		JobOptions: store.JobOptions{Priority: 3, UniqueKey: "u", RetryBackoff: store.BackoffExponential, RetryDelayMax: 50, RetryJitter: 0.5,
+			ConcurrencyKey: "ck", ConcurrencyLimit: 1, Ordered: true}}
 	f := failJobs(t, s, "q", 1, settings)[0]
 	got := must(s.FailedJobGet(ctx, "q", f.ID))(t)
 	wantExtra := settings.JobOptions

@@ -64,11 +64,16 @@ func testScheduleCRUD(t *testing.T, s store.Store) {
 	if got.CreatedAt.IsZero() || got.NextRunAt.Location() != time.UTC {
 		t.Errorf("created_at %v, next_run_at %v: want set and in UTC", got.CreatedAt, got.NextRunAt)
 	}
+	if got.ConcurrencyKey != "" || got.ConcurrencyLimit != 0 || got.Ordered {
+		t.Errorf("put returned concurrency settings %q %d %v, want none", got.ConcurrencyKey, got.ConcurrencyLimit, got.Ordered)
+	}
 	repl := newSchedule("b")
 	repl.Cron, repl.Payload, repl.Paused, repl.Overlap = "0 * * * *", nil, true, store.OverlapSkip
+	repl.ConcurrencyKey, repl.ConcurrencyLimit, repl.Ordered = "tenant", 1, true
 	putSchedule(t, s, repl)
 	got = must(s.ScheduleGet(ctx, "b"))(t)
-	if got.Cron != "0 * * * *" || got.Payload != nil || !got.Paused || got.Overlap != store.OverlapSkip {
+	if got.Cron != "0 * * * *" || got.Payload != nil || !got.Paused || got.Overlap != store.OverlapSkip ||
+		got.ConcurrencyKey != "tenant" || got.ConcurrencyLimit != 1 || !got.Ordered {
 		t.Errorf("after replace got %+v", got)
 	}
 	putSchedule(t, s, newSchedule("a"))

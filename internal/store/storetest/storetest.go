@@ -23,7 +23,7 @@ type NewStore func(t *testing.T) store.Store
 // Run runs every conformance test against the stores newStore opens.
 func Run(t *testing.T, newStore NewStore) {
 	tests := slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests,
-		leaseTests, pullTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests)
+		leaseTests, pullTests, keyTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,53 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+// keyHeadsSQL selects the oldest job of each of n keys: one probe of
+// jobs_key (queue_name, concurrency_key, id) per key.
+func keyHeadsSQL(n int) string {
+	return `/* rowq:jobs.key_heads */ SELECT concurrency_key, MIN(id) FROM jobs FORCE INDEX (jobs_key)
+		WHERE queue_name = ? AND concurrency_key IN (` + sqldb.Placeholders(n) + `) GROUP BY concurrency_key`
+}
+
+// keyBusySQL counts the keyed jobs in delivery that another node grabbed,
+// or that a worker accepted: the queue's grabs and leases, a few ranges of
+// jobs_fetch. Arguments: queue, node.
+const keyBusySQL = `/* rowq:jobs.key_busy */ SELECT concurrency_key, COUNT(*) FROM jobs FORCE INDEX (jobs_fetch)
+	WHERE queue_name = ? AND state IN ('grabbed', 'leased') AND NOT (state = 'grabbed' AND grabbed_by = ?)
+		AND concurrency_key IS NOT NULL
+	GROUP BY concurrency_key`
+
+// JobsKeyHeads returns the oldest job of each of p.Keys that has one.
+func (s *Store) JobsKeyHeads(ctx context.Context, p *store.JobsKeyHeadsParams) (map[string]int64, error) {
+	if len(p.Keys) == 0 {
+		return map[string]int64{}, nil
+	}
+	var heads map[string]int64
+	err := retry(ctx, func() (err error) {
+		heads, err = sqldb.KeyCounts(ctx, s.db, keyHeadsSQL(len(p.Keys)), sqldb.StringArgs(p.Keys, p.Queue)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the oldest jobs of %d keys of queue %q: %w", len(p.Keys), p.Queue, mapErr(err))
+	}
+	return heads, nil
+}
+
+// JobsKeyBusy counts the keyed jobs in delivery that p.Node did not grab.
+func (s *Store) JobsKeyBusy(ctx context.Context, p *store.JobsKeyBusyParams) (map[string]int, error) {
+	var counts map[string]int64
+	err := retry(ctx, func() (err error) {
+		counts, err = sqldb.KeyCounts(ctx, s.db, keyBusySQL, p.Queue, p.Node)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count keyed jobs in delivery in queue %q: %w", p.Queue, mapErr(err))
+	}
+	return sqldb.Ints(counts), nil
+}

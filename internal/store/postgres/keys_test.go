@@ -1,0 +1,51 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/postgres"
+)
+
+// TestKeys_PlansUseTheirIndexes: the oldest job of a key is a probe of
+// jobs_key, and a grab that leaves keys out still walks jobs_fetch in
+// order, in custom and generic plans.
+func TestKeys_PlansUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	for _, q := range []string{"q", "other"} {
+		ps := make([]*store.JobInsertParams, 5000)
+		for i := range ps {
+			ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`)}
+			if i%2 == 0 {
+				ps[i].ConcurrencyKey, ps[i].ConcurrencyLimit = fmt.Sprintf("k%d", i%100), 1
+			}
+		}
+		if _, err := s.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
+		t.Fatal(err)
+	}
+	for mode, p := range plans(ctx, t, conn, postgres.KeyHeadsSQL, "q", []string{"k0", "k2"}) {
+		if !strings.Contains(p, "jobs_key") {
+			t.Errorf("%s: key heads plan does not probe jobs_key:\n%s", mode, p)
+		}
+	}
+	q, keys := postgres.GrabKeys(&store.JobsGrabParams{SkipKeys: []string{"k0", "k2"}})
+	q = strings.ReplaceAll(q, "$6", "$3") // alone, the SELECT takes $1, $2 and the keys
+	for mode, p := range plans(ctx, t, conn, q, append([]any{"q", 10}, keys...)...) {
+		if !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Sort") {
+			t.Errorf("%s: grab leaving keys out does not walk jobs_fetch without a sort:\n%s", mode, p)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+// keyHeadsSQL selects the oldest job of each of n keys: one probe of
+// jobs_key (queue_name, concurrency_key, id) per key.
+func keyHeadsSQL(n int) string {
+	return `/* rowq:jobs.key_heads */ SELECT concurrency_key, MIN(id) FROM jobs INDEXED BY jobs_key
+		WHERE queue_name = ? AND concurrency_key IN (` + sqldb.Placeholders(n) + `) GROUP BY concurrency_key`
+}
+
+// keyBusySQL counts the keyed jobs in delivery that another node grabbed,
+// or that a worker accepted. Arguments: queue, node.
+const keyBusySQL = `/* rowq:jobs.key_busy */ SELECT concurrency_key, COUNT(*) FROM jobs
+	WHERE queue_name = ? AND state IN ('grabbed', 'leased') AND NOT (state = 'grabbed' AND grabbed_by = ?)
+		AND concurrency_key IS NOT NULL
+	GROUP BY concurrency_key`
+
+// JobsKeyHeads returns the oldest job of each of p.Keys that has one.
+func (s *Store) JobsKeyHeads(ctx context.Context, p *store.JobsKeyHeadsParams) (map[string]int64, error) {
+	if len(p.Keys) == 0 {
+		return map[string]int64{}, nil
+	}
+	heads, err := sqldb.KeyCounts(ctx, s.r, keyHeadsSQL(len(p.Keys)), sqldb.StringArgs(p.Keys, p.Queue)...)
+	if err != nil {
+		return nil, fmt.Errorf("find the oldest jobs of %d keys of queue %q: %w", len(p.Keys), p.Queue, mapErr(err))
+	}
+	return heads, nil
+}
+
+// JobsKeyBusy counts the keyed jobs in delivery that p.Node did not grab.
+func (s *Store) JobsKeyBusy(ctx context.Context, p *store.JobsKeyBusyParams) (map[string]int, error) {
+	counts, err := sqldb.KeyCounts(ctx, s.r, keyBusySQL, p.Queue, p.Node)
+	if err != nil {
+		return nil, fmt.Errorf("count keyed jobs in delivery in queue %q: %w", p.Queue, mapErr(err))
+	}
+	return sqldb.Ints(counts), nil
+}
