@@ -76,7 +76,9 @@ fi
 # --- PostgreSQL --------------------------------------------------------------
 if [ -z "${ROWQ_TEST_POSTGRES_URL:-}" ]; then
   PG_URL="postgres://postgres:rowq@127.0.0.1:5432/postgres?sslmode=disable"
-  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+  # The server's binary, not its configuration: a package removed but not
+  # purged leaves /etc/postgresql behind.
+  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
     say "installing PostgreSQL"
     apt_install postgresql postgresql-client
   fi
