@@ -194,10 +194,6 @@ type Dispatcher struct {
 	led                   []*store.Queue
 	ledPauses             uint64
 	moving                bool
-	// synced is the led that sync last applied, with its pauses: sync
-	// of the same read again has nothing to do.
-	synced       []*store.Queue
-	syncedPauses uint64
 
 	// pullsEnded is closed by EndPulls: lease requests wait no more.
 	pullsEnded   chan struct{}
@@ -344,13 +340,14 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 		full = true // read what it got
 	}
 	var led []*store.Queue
+	reused := false // led is the read an earlier cycle applied
 	if err == nil {
 		if full || d.led == nil || d.sinceRead >= readEvery {
 			if led, err = d.cfg.Store.QueuesLed(ctx, d.cfg.Node); err == nil {
 				d.led, d.ledPauses, d.sinceRead = led, pauses, 0
 			}
 		} else {
-			led, pauses = d.led, d.ledPauses
+			led, pauses, reused = d.led, d.ledPauses, true
 			d.sinceRead++
 		}
 	}
@@ -382,7 +379,11 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 		d.mu.Unlock()
 		led = slices.DeleteFunc(slices.Clone(led), func(q *store.Queue) bool { return slices.Contains(yielded, q.Name) })
 	}
-	d.sync(led, pauses)
+	if !reused || len(yielded) > 0 {
+		// Applying a read again would change nothing: a node leading many
+		// idle queues walks none of them.
+		d.sync(led, pauses)
+	}
 	if len(yielded) > 0 {
 		if err := d.cfg.Store.QueuesYield(ctx, &store.QueuesYieldParams{Node: d.cfg.Node, Queues: yielded}); err != nil {
 			// Still led: the next cycle starts their runners again.
@@ -403,12 +404,18 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 // afresh when the cycle must (see cycle), else the last count with this
 // node's own share as it stands.
 func (d *Dispatcher) clusterNow(ctx context.Context, full bool) (*store.Cluster, error) {
-	g, err := d.cfg.Store.NodesGlance(ctx)
-	if err != nil {
-		return nil, err
-	}
 	last := d.counted
-	if full || last == nil || g.Free || d.moving || d.sinceCount >= countEvery || !sameNodes(last, g.Nodes) {
+	count := full || last == nil || d.moving || d.sinceCount >= countEvery
+	if !count {
+		// The glance decides whether to count; a cycle that counts anyway
+		// skips it.
+		g, err := d.cfg.Store.NodesGlance(ctx)
+		if err != nil {
+			return nil, err
+		}
+		count = g.Free || !sameNodes(last, g.Nodes)
+	}
+	if count {
 		c, err := d.cfg.Store.NodesLive(ctx)
 		if err != nil {
 			return nil, err
@@ -465,10 +472,6 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 		return // Stop retires every runner
 	default:
 	}
-	if len(led) > 0 && len(led) == len(d.synced) && &led[0] == &d.synced[0] && pauses == d.syncedPauses {
-		return // the read applied last time: a node leading many idle queues walks none of them
-	}
-	d.synced, d.syncedPauses = led, pauses
 	// Many queues led at once (a node starting, or taking over a dead
 	// node's share) start cold: parked, their first look and rescue left
 	// to the prober, which asks for a thousand queues per statement,

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -121,7 +122,7 @@ func (t *keyTable) tidy(k string, st *keyState) {
 // park adds j to its key's parked jobs.
 func (t *keyTable) park(j *store.Job) {
 	st := t.state(j.ConcurrencyKey)
-	i, _ := slices.BinarySearchFunc(st.parked, j.ID, func(p *store.Job, id int64) int { return cmpID(p.ID, id) })
+	i, _ := slices.BinarySearchFunc(st.parked, j.ID, func(p *store.Job, id int64) int { return cmp.Compare(p.ID, id) })
 	st.parked = slices.Insert(st.parked, i, j)
 	t.parked.Add(1)
 	if len(st.parked) >= keyParkMax {
@@ -130,16 +131,6 @@ func (t *keyTable) park(j *store.Job) {
 	if t.parked.Load() >= parkMax || len(t.skip) > skipKeysMax {
 		t.noKeys = true
 	}
-}
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // unparked notes that n parked jobs of key k (with st its state) left.
@@ -295,13 +286,11 @@ func (r *runner) keyTable() (*keyTable, error) {
 	if t := r.keys.Load(); t != nil {
 		return t, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	busy, err := r.d.cfg.Store.JobsKeyBusy(ctx, &store.JobsKeyBusyParams{Queue: r.name, Node: r.d.cfg.Node})
+	busy, err := r.keyBusy()
 	if err != nil {
 		return nil, err
 	}
-	t := &keyTable{keys: map[string]*keyState{}, ready: map[string]struct{}{}, skip: map[string]struct{}{}}
+	t := newKeyTable()
 	for k, n := range busy {
 		t.state(k).foreign = n
 		t.foreign += n
@@ -567,9 +556,7 @@ func (r *runner) recountKeys() {
 	foreign, seq := t.foreign, t.seq
 	t.mu.Unlock()
 	if foreign > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		busy, err := r.d.cfg.Store.JobsKeyBusy(ctx, &store.JobsKeyBusyParams{Queue: r.name, Node: r.d.cfg.Node})
-		cancel()
+		busy, err := r.keyBusy()
 		if err != nil {
 			r.storeErr("count keyed jobs in delivery", err)
 		} else {
@@ -628,4 +615,16 @@ func (r *runner) unparkCancelled(id int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.unpark(id) != nil
+}
+
+func newKeyTable() *keyTable {
+	return &keyTable{keys: map[string]*keyState{}, ready: map[string]struct{}{}, skip: map[string]struct{}{}}
+}
+
+// keyBusy counts the keyed jobs of the queue in delivery that this node
+// does not hold (store.JobsKeyBusy).
+func (r *runner) keyBusy() (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.d.cfg.Store.JobsKeyBusy(ctx, &store.JobsKeyBusyParams{Queue: r.name, Node: r.d.cfg.Node})
 }

@@ -7,10 +7,6 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-func newKeyTable() *keyTable {
-	return &keyTable{keys: map[string]*keyState{}, ready: map[string]struct{}{}, skip: map[string]struct{}{}}
-}
-
 func keyed(id int64, key string, limit int, ordered bool) *store.Job {
 	return &store.Job{ID: id, JobOptions: store.JobOptions{ConcurrencyKey: key, ConcurrencyLimit: limit, Ordered: ordered}}
 }

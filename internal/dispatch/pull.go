@@ -318,13 +318,7 @@ func (r *runner) pullTurn(q *store.Queue, now time.Time, hold bool) (again bool,
 
 // grabLeased grabs up to n due jobs leased for lease.
 func (r *runner) grabLeased(n int, lease time.Duration) ([]*store.Job, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	began := time.Now()
-	jobs, err := r.d.cfg.Store.JobsGrab(ctx, &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: lease, Leased: true})
-	r.d.cfg.Stats.Grabbed(r.name, jobs, time.Now())
-	r.d.cfg.Tracer.Grab(r.name, began, jobs, err)
-	return jobs, err
+	return r.grabWith(&store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: lease, Leased: true})
 }
 
 // holdLeases counts pulled jobs as holding their worker slots, which the

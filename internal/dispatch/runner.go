@@ -364,14 +364,21 @@ func (r *runner) drain(lastExtend time.Time) {
 	}
 }
 
+// grab grabs up to n due jobs for delivery, leaving out the keys that
+// keys.go holds back.
 func (r *runner) grab(n int) ([]*store.Job, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	began := time.Now()
 	p := &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease}
 	if t := r.keys.Load(); t != nil {
 		p.SkipKeys, p.NoKeys = t.skipped()
 	}
+	return r.grabWith(p)
+}
+
+// grabWith runs the grab p, and counts and traces it.
+func (r *runner) grabWith(p *store.JobsGrabParams) ([]*store.Job, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	began := time.Now()
 	jobs, err := r.d.cfg.Store.JobsGrab(ctx, p)
 	r.d.cfg.Stats.Grabbed(r.name, jobs, time.Now())
 	r.d.cfg.Tracer.Grab(r.name, began, jobs, err)
@@ -380,6 +387,7 @@ func (r *runner) grab(n int) ([]*store.Job, error) {
 
 func (r *runner) rescue() {
 	r.expireLeases()
+	r.keysRecount.Store(false) // the expired leases are counted here
 	r.recountKeys()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
