@@ -206,8 +206,12 @@ type Trace struct {
 
 // GrabState is the state JobsGrab leaves its jobs in: StateLeased for a
 // puller (p.Leased), else StateGrabbed.
-func GrabState(p *JobsGrabParams) string {
-	if p.Leased {
+func GrabState(p *JobsGrabParams) string { return HeldState(p.Leased) }
+
+// HeldState is the state of a job its holder has: StateLeased for a
+// pulled job (leased), else StateGrabbed.
+func HeldState(leased bool) string {
+	if leased {
 		return StateLeased
 	}
 	return StateGrabbed

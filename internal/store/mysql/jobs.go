@@ -238,10 +238,7 @@ func grabKeys(p *store.JobsGrabParams) (string, []any) {
 	case p.NoKeys:
 		return strings.Replace(grabSQL, grabKeysSQL, " AND concurrency_key IS NULL", 1), nil
 	case len(p.SkipKeys) > 0:
-		args := make([]any, len(p.SkipKeys))
-		for i, k := range p.SkipKeys {
-			args[i] = k
-		}
+		args := sqldb.StringArgs(p.SkipKeys)
 		return strings.Replace(grabSQL, grabKeysSQL, " AND (concurrency_key IS NULL OR concurrency_key NOT IN ("+sqldb.Placeholders(len(args))+"))", 1), args
 	}
 	return grabSQL, nil
@@ -331,10 +328,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	state := store.StateGrabbed
-	if p.Leased {
-		state = store.StateLeased
-	}
+	state := store.HeldState(p.Leased)
 	n, err := s.execHeld(ctx, releaseSQL, nil, p.IDs, p.Node, state)
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, err)
@@ -817,14 +811,10 @@ func (s *Store) JobsNextDue(ctx context.Context, queues []string) ([]store.Queue
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(queues))
-	for i, q := range queues {
-		args[i] = q
-	}
 	var due []store.QueueDue
 	err := retry(ctx, func() error {
 		var err error
-		due, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanQueueDue, jobsNextDueSQL(len(queues)), args...)
+		due, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanQueueDue, jobsNextDueSQL(len(queues)), sqldb.StringArgs(queues)...)
 		return err
 	})
 	if err != nil {
@@ -848,10 +838,7 @@ func (s *Store) queueNames(ctx context.Context, query func(n int) string, queues
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(queues))
-	for i, q := range queues {
-		args[i] = q
-	}
+	args := sqldb.StringArgs(queues)
 	var names []string
 	err := retry(ctx, func() error {
 		names = names[:0]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
@@ -244,7 +245,7 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 	n, err := s.exec(ctx, `/* rowq:jobs.release */
 		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL
 		WHERE id = ANY($1) AND state = $3 AND grabbed_by = $2`,
-		p.IDs, p.Node, releasedState(p))
+		p.IDs, p.Node, store.HeldState(p.Leased))
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
@@ -500,26 +501,12 @@ func (s *Store) JobsNextDue(ctx context.Context, queues []string) ([]store.Queue
 		return nil, nil
 	}
 	due, err := queryAll(ctx, s, func(row pgx.CollectableRow) (store.QueueDue, error) {
-		var d store.QueueDue
-		var job, expiry *int64
-		if err := row.Scan(&d.Queue, &job, &expiry); err != nil {
-			return d, err
-		}
-		d.Job, d.Expiry = micros(job), micros(expiry)
-		return d, nil
+		return sqldb.ScanQueueDue(row)
 	}, jobsNextDueSQL, queues)
 	if err != nil {
 		return nil, fmt.Errorf("look when %d queues are next due: %w", len(queues), mapErr(err))
 	}
 	return due, nil
-}
-
-// micros turns microseconds, or NULL for none, into a QueueDue's time.
-func micros(us *int64) time.Duration {
-	if us == nil {
-		return store.Never
-	}
-	return time.Duration(*us) * time.Microsecond
 }
 
 // JobsExpired returns those of queues that hold an expired grab.
@@ -538,12 +525,4 @@ func (s *Store) queueNames(ctx context.Context, query string, queues []string) (
 		return nil, nil
 	}
 	return queryAll(ctx, s, pgx.RowTo[string], query, queues)
-}
-
-// releasedState is the state JobsRelease releases from.
-func releasedState(p *store.JobsReleaseParams) string {
-	if p.Leased {
-		return store.StateLeased
-	}
-	return store.StateGrabbed
 }

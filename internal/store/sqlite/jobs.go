@@ -209,10 +209,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 // JobsRelease puts the given jobs, where still grabbed by p.Node, back to
 // waiting, and returns how many it put back.
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
-	state := store.StateGrabbed
-	if p.Leased {
-		state = store.StateLeased
-	}
+	state := store.HeldState(p.Leased)
 	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
 		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node, state)
 	if err != nil {
