@@ -209,26 +209,37 @@ func (s *Service) Stored(ps []*store.JobInsertParams, res []store.JobPushed) {
 // each (for a job due later, so that its leader learns when); handed-off
 // jobs are with their dispatcher already.
 func (s *Service) settle(ps []*store.JobInsertParams, res []store.JobPushed, handedOff bool) {
-	var woken map[string]bool
+	// done: what this call told each queue already; a queue is woken and
+	// told of later work at most once each, and a job due now is not left
+	// to a look because a job due later came first.
+	type told struct{ wake, later bool }
+	var done map[string]told
 	for i, p := range ps {
 		if res[i].Existing {
 			continue
 		}
 		s.cfg.Stats.Pushed(p.Queue, 1)
-		if handedOff || woken[p.Queue] || s.cfg.Dispatcher == nil {
+		if handedOff || s.cfg.Dispatcher == nil {
 			continue
 		}
-		if len(ps) > 1 {
-			if woken == nil {
-				woken = map[string]bool{}
-			}
-			woken[p.Queue] = true
+		t := done[p.Queue]
+		later := p.RunAfter != 0
+		if later && t.later || !later && t.wake {
+			continue
 		}
-		if p.RunAfter != 0 {
+		if later {
 			// Due later: its leader looks when, and wakes then.
 			s.cfg.Dispatcher.Later(p.Queue)
+			t.later = true
 		} else {
 			s.cfg.Dispatcher.Wake(p.Queue)
+			t.wake = true
+		}
+		if len(ps) > 1 {
+			if done == nil {
+				done = map[string]told{}
+			}
+			done[p.Queue] = t
 		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rowq/rowq/internal/dispatch"
 	"github.com/rowq/rowq/internal/enqueue"
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
@@ -137,5 +139,42 @@ func TestPush_OneBadJobFailsOnlyItself(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// told records what the enqueue service tells the dispatcher.
+type told struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (d *told) Reserve(string) *dispatch.Handoff { return nil }
+func (d *told) Wake(q string)                    { d.note("wake " + q) }
+func (d *told) Later(q string)                   { d.note("later " + q) }
+func (d *told) note(s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, s)
+}
+
+// TestPushMany_WakesAndTellsOnce: a batch wakes each queue that got a job
+// due now once, and tells each that got a job due later once, whatever
+// their order: a job due later first does not leave a job due now to the
+// prober's look.
+func TestPushMany_WakesAndTellsOnce(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Open(t, "sqlite")
+	d := &told{}
+	s := setup(t, st, enqueue.Config{Dispatcher: d})
+	job := func(q string, after time.Duration) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: q, Category: "c", URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), Timeout: 5, RunAfter: after}
+	}
+	if _, err := s.PushMany(t.Context(), []*store.JobInsertParams{
+		job("q", time.Minute), job("q", 0), job("q", 0), job("q", time.Hour), job("r", 0),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(d.calls, ", "), "later q, wake q, wake r"; got != want {
+		t.Fatalf("told the dispatcher %q, want %q", got, want)
 	}
 }
