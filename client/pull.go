@@ -76,7 +76,11 @@ type Worker struct {
 // Run pulls and works until ctx ends, then stops pulling and waits for
 // the handlers in flight: they run to their end (their context is not
 // ctx), keep their leases renewed and complete their jobs. It returns
-// ctx's error. A caller that cannot wait that long returns without
+// ctx's error, or, after the handlers in flight, the error of a lease
+// request the server refused for good (a 4xx other than 429: no such
+// queue, a push queue, a token without the scope), which asking again
+// would not mend; other errors are retried with a backoff. A caller that
+// cannot wait that long returns without
 // waiting for Run: those jobs' leases then run out, and the jobs are
 // retried.
 func (w *Worker) Run(ctx context.Context) error {
@@ -128,6 +132,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				break
+			}
+			var e *Error
+			if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests {
+				log.Error("lease jobs refused; stopping", "err", err)
+				wg.Wait()
+				return fmt.Errorf("rowq: lease jobs of queue %q: %w", w.Queue, err)
 			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
 			log.Warn("lease jobs failed; retrying", "err", err, "in", backoff)

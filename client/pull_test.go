@@ -233,3 +233,24 @@ func waitFor(t *testing.T, what string, cond func() bool, state ...func() string
 		}
 	}
 }
+
+// TestWorker_StopsWhenRefused: a lease request refused for good (a queue
+// that does not exist, a push queue) ends Run with that error instead of
+// asking again forever.
+func TestWorker_StopsWhenRefused(t *testing.T) {
+	t.Parallel()
+	c, _ := startServer(t, "sqlite")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := c.PutQueue(ctx, "push", &rowqtype.QueueRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	for queue, status := range map[string]int{"nosuch": 404, "push": 409} {
+		w := &client.Worker{Client: c, Queue: queue, Handler: func(context.Context, *rowqtype.LeasedJob) error { return nil }}
+		err := w.Run(ctx)
+		var e *client.Error
+		if !errors.As(err, &e) || e.Status != status || ctx.Err() != nil {
+			t.Fatalf("Run on queue %q = %v (ctx %v), want the server's %d", queue, err, ctx.Err(), status)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rowq/rowq/internal/dispatch"
@@ -77,8 +78,12 @@ func (a *API) leaseJobs(r *http.Request) (any, error) {
 			switch {
 			case err == nil && code == http.StatusOK:
 				return json.RawMessage(answer), nil
-			case err == nil:
+			case err == nil && json.Valid(answer) && code != http.StatusUnauthorized && code != http.StatusForbidden:
 				return nil, &apiError{status: code, msg: string(answer), body: json.RawMessage(answer)}
+			case err == nil:
+				// Not the leader's own answer to the worker (a proxy's page), or
+				// the nodes' key refused: the worker's token is not at fault.
+				return nil, errorf(http.StatusBadGateway, "lease: the queue's leader answered %d to this node's forwarded request: %s (check that the nodes share one database's node key and reach each other)", code, strings.ToValidUTF8(string(answer[:min(len(answer), 200)]), ""))
 			case r.Context().Err() != nil:
 				return nil, r.Context().Err()
 			case !errors.Is(err, notify.ErrNoLeader):

@@ -295,7 +295,10 @@ class Client:
         raises PermanentFailure fails it for good; any other exception fails
         it, retried by its policy. Runs until ``stop`` is set (within
         ``wait`` seconds), then waits for the handlers running and their
-        completions."""
+        completions. A lease request refused for good (a 4xx other than
+        429: no such queue, a push queue, a token without the scope) ends
+        it the same way, then raises that RowqError; other errors are
+        retried with a backoff."""
         work(self, queue, handler, concurrency=concurrency, lease=lease, wait=wait, stop=stop)
 
     # The failure log

@@ -36,6 +36,7 @@ def work(
     slots = threading.BoundedSemaphore(concurrency)
     running: List[threading.Thread] = []
     backoff = 0.0
+    refused: Optional[RowqError] = None
     while not stop.is_set():
         slots.acquire()
         if stop.is_set():
@@ -46,9 +47,15 @@ def work(
             free += 1
         try:
             jobs = client.lease(queue, max=free, wait=wait, lease=lease)
-        except RowqError:
+        except RowqError as e:
             for _ in range(free):
                 slots.release()
+            if 400 <= e.status < 500 and e.status != 429:
+                # Refused for good (no such queue, a push queue, a bad
+                # argument, a token without the scope): asking again will
+                # not mend it. Raised once the jobs in flight are done.
+                refused = e
+                break
             backoff = min(max(2 * backoff, 0.1), 10.0)
             stop.wait(backoff)
             continue
@@ -62,6 +69,8 @@ def work(
         running = [t for t in running if t.is_alive()]
     for t in running:
         t.join()
+    if refused is not None:
+        raise refused
 
 
 def _run(client: Client, job: LeasedJob, handler: Handler, lease: float, slots: threading.BoundedSemaphore) -> None:

@@ -92,6 +92,18 @@ class PullTest(unittest.TestCase):
         failed = list(c.failed_jobs(q))
         self.assertEqual([(f.job_id, f.result.status, f.result.message) for f in failed], [(ids["bad"], "permanent-failure", "bad input")])
 
+    def test_work_stops_when_refused(self) -> None:
+        # A queue that does not exist, or a push queue: asking again would
+        # not mend it, so work raises the server's answer instead of
+        # retrying forever.
+        push_q = unique("py-push")
+        self.c.put_queue(push_q)
+        self.addCleanup(self.c.delete_queue, push_q)
+        for queue, status in [(unique("py-nosuch"), 404), (push_q, 409)]:
+            with self.assertRaises(rowq.RowqError) as cm:
+                self.c.work(queue, lambda job: None, wait=1)
+            self.assertEqual(cm.exception.status, status)
+
 
 if __name__ == "__main__":
     unittest.main()
