@@ -77,6 +77,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			// Room for every puller's full ask: max_workers bounds the
 			// leased jobs of a pull queue.
 			o.MaxWorkers = o.Pullers * o.PullMax
+			if o.MaxWorkers > 10000 {
+				return fmt.Errorf("pullers × pull-max: at most 10000 (a queue's max_workers), got %d; set --max-workers", o.MaxWorkers)
+			}
 		}
 		switch {
 		case *backlog > 0 || o.Outbox:

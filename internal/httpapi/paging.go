@@ -74,7 +74,7 @@ func decodeCursor(s, tag string, n int) ([]int64, error) {
 
 // badCursor is the 400 for a cursor that no page of this listing made.
 func badCursor(s string) error {
-	return errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use next_cursor from the previous page), got %q", s)
+	return errorf(http.StatusBadRequest, "cursor: not a cursor of this listing (use the previous page's next_cursor, or the cursor of its Link header's next URL), got %q", s)
 }
 
 // encodeNameCursor is encodeCursor for a listing ordered by name.
