@@ -53,13 +53,13 @@ func (r *runner) work(j *store.Job) {
 // workers would spend its slots' time waiting. So it does when now: the
 // job's key has jobs parked behind it (keys.go), which wait for the
 // commit.
-func (r *runner) ack(ctx context.Context, id int64, now bool) error {
+func (r *runner) ack(ctx context.Context, j *store.Job, now bool) error {
 	n := r.acking.Add(1)
 	defer r.acking.Add(-1)
 	if now || 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
 		r.d.complete.Flush()
 	}
-	_, err := r.d.complete.Do(ctx, id)
+	_, err := r.d.complete.Do(ctx, j)
 	return err
 }
 
@@ -132,7 +132,7 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
 		now := r.keyWaits(j)
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j.ID, now) })
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j, now) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())

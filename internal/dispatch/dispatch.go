@@ -141,7 +141,7 @@ type Dispatcher struct {
 	// the hard stop.
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
-	complete   *batch.Batcher[int64, struct{}]
+	complete   *batch.Batcher[*store.Job, struct{}]
 	// hostsDirty is set when a runner's worker hosts changed since the
 	// last saveHosts (flow.go).
 	hostsDirty atomic.Bool
@@ -226,9 +226,16 @@ func New(cfg Config) *Dispatcher {
 		probeKick:  make(chan struct{}, 1),
 		healthy:    true,
 	}
-	d.complete = batch.New(func(ctx context.Context, ids []int64) ([]struct{}, error) {
-		_, err := cfg.Store.JobsComplete(ctx, &store.JobsCompleteParams{Node: cfg.Node, IDs: ids})
-		return make([]struct{}, len(ids)), err
+	d.complete = batch.New(func(ctx context.Context, jobs []*store.Job) ([]struct{}, error) {
+		p := &store.JobsCompleteParams{Node: cfg.Node, IDs: make([]int64, len(jobs))}
+		for i, j := range jobs {
+			p.IDs[i] = j.ID
+			if j.Ordered {
+				p.Ordered = append(p.Ordered, j.ID)
+			}
+		}
+		_, err := cfg.Store.JobsComplete(ctx, p)
+		return make([]struct{}, len(jobs)), err
 	}, 500, ackGap)
 	d.holds = batch.New(func(ctx context.Context, jobs []store.JobDelay) ([]struct{}, error) {
 		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})

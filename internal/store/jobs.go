@@ -127,9 +127,10 @@ type JobStore interface {
 	// prober of idle queues (internal/dispatch) asks it once for a queue
 	// that parks, then sleeps until the time it gave.
 	JobsNextDue(ctx context.Context, queues []string) ([]QueueDue, error)
-	// JobsKeyHeads returns, for each of keys that has a job in p.Queue
-	// (waiting, grabbed or leased), the id of its oldest job (the lowest):
-	// the only job of an ordered key that may be delivered.
+	// JobsKeyHeads returns, for each of keys that has an ordered job in
+	// p.Queue (waiting, grabbed or leased), the id of its oldest ordered
+	// job (the lowest): the only job of an ordered key that may be
+	// delivered. Jobs of the key without order do not count.
 	JobsKeyHeads(ctx context.Context, p *JobsKeyHeadsParams) (map[string]int64, error)
 	// JobsKeyBusy counts, per concurrency key, the keyed jobs of p.Queue
 	// grabbed by a node other than p.Node or leased (by any node): what a
@@ -279,6 +280,10 @@ type JobsExtendParams struct {
 type JobsCompleteParams struct {
 	Node string
 	IDs  []int64
+	// Ordered lists those of IDs whose jobs are ordered (Job.Ordered): a
+	// store that lists ordered jobs apart (MySQL's ordered_jobs) forgets
+	// them too, at no cost to the others.
+	Ordered []int64
 }
 
 // JobsReleaseParams are the arguments of JobStore.JobsRelease.

@@ -53,6 +53,12 @@ const retryInsertSQL = `/* rowq:failed_jobs.retry */ INSERT INTO jobs
 	 concurrency_key, concurrency_limit, ordered
 	FROM failed_jobs WHERE id IN `
 
+// retryOrderedSQL lists in ordered_jobs the ordered jobs that
+// retryInsertSQL puts back (mysql/keys.go). IGNORE: a row of the job's
+// that was left behind (see JobsKeyHeads) is as good as a new one.
+const retryOrderedSQL = `/* rowq:failed_jobs.retry */ INSERT IGNORE INTO ordered_jobs (job_id, queue_name, concurrency_key)
+	SELECT job_id, queue_name, concurrency_key FROM failed_jobs WHERE ordered AND concurrency_key IS NOT NULL AND id IN `
+
 // FailedJobRetry moves one failure log entry back to the jobs as a waiting
 // job due now, in one transaction, or returns store.ErrNotFound.
 func (s *Store) FailedJobRetry(ctx context.Context, queue string, id int64) (*store.Job, error) {
@@ -66,6 +72,9 @@ func (s *Store) FailedJobRetry(ctx context.Context, queue string, id int64) (*st
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, retryInsertSQL+"(?)", id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, retryOrderedSQL+"(?)", id); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `/* rowq:failed_jobs.retry */ DELETE FROM failed_jobs WHERE id = ?`, id); err != nil {
@@ -85,7 +94,10 @@ func (s *Store) FailedJobRetry(ctx context.Context, queue string, id int64) (*st
 // highest ids first, in one transaction.
 func (s *Store) FailedJobsRetry(ctx context.Context, p *store.FailedJobsBulkParams) (*store.FailedJobsBulkResult, error) {
 	res, err := s.failedBulk(ctx, p, "retry", func(tx *sql.Tx, in string, args []any) error {
-		_, err := tx.ExecContext(ctx, retryInsertSQL+in, args...)
+		if _, err := tx.ExecContext(ctx, retryInsertSQL+in, args...); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, retryOrderedSQL+in, args...)
 		return err
 	})
 	if err != nil {

@@ -88,7 +88,12 @@ func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.J
 			if err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `/* rowq:inspect.job_delete */ DELETE FROM jobs WHERE id = ?`, id)
+			if _, err = tx.ExecContext(ctx, `/* rowq:inspect.job_delete */ DELETE FROM jobs WHERE id = ?`, id); err != nil {
+				return err
+			}
+			if j.Ordered {
+				err = forgetOrdered(ctx, tx, id)
+			}
 			return err
 		})
 	})

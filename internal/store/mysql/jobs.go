@@ -89,7 +89,7 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	var ids []int64
 	err = retry(ctx, func() error {
 		ids = ids[:0]
-		if len(chunks) == 1 {
+		if len(chunks) == 1 && !anyOrdered(jobs) {
 			return insertChunk(ctx, s.db, chunks[0], step, &ids)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
@@ -123,9 +123,15 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 // A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
 // consecutive ids (in steps of @@auto_increment_increment) in every
 // innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
+// Its ordered jobs are listed in ordered_jobs (insertOrdered): db must
+// then be a transaction.
 func insertChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
 	q, args := insertSQL(jobs, nil, nil)
-	return execInsert(ctx, db, q, args, len(jobs), step, ids)
+	from := len(*ids)
+	if err := execInsert(ctx, db, q, args, len(jobs), step, ids); err != nil {
+		return err
+	}
+	return insertOrdered(ctx, db, jobs, (*ids)[from:])
 }
 
 // execInsert runs the INSERT q of n rows and appends their ids.
@@ -316,9 +322,15 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 }
 
 // JobsComplete deletes the given jobs where they are still grabbed by
-// p.Node, and returns how many it deleted.
+// p.Node, then the ordered_jobs rows of p.Ordered, and returns how many
+// jobs it deleted.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
 	n, err := s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node, store.StateGrabbed)
+	if err == nil && len(p.Ordered) > 0 {
+		// After the jobs, not in their transaction: a row left behind by
+		// a crash in between is looked past (JobsKeyHeads).
+		err = retry(ctx, func() error { return forgetOrdered(ctx, s.db, p.Ordered...) })
+	}
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, err)
 	}
@@ -537,7 +549,12 @@ func moveToFailed(ctx context.Context, tx *sql.Tx, j *store.Job, now time.Time, 
 	if f.ID, err = res.LastInsertId(); err != nil {
 		return nil, err
 	}
-	_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail */ DELETE FROM jobs WHERE id = ?`, j.ID)
+	if _, err = tx.ExecContext(ctx, `/* rowq:jobs.fail */ DELETE FROM jobs WHERE id = ?`, j.ID); err != nil {
+		return nil, err
+	}
+	if j.Ordered {
+		err = forgetOrdered(ctx, tx, j.ID)
+	}
 	return f, err
 }
 
@@ -711,7 +728,7 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	var jobs []*store.Job
 	err = retry(ctx, func() error {
 		jobs = jobs[:0]
-		if len(chunks) == 1 {
+		if len(chunks) == 1 && !anyOrdered(p.Jobs) {
 			return s.insertGrabbedChunk(ctx, s.db, chunks[0], p, step, &jobs)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
@@ -730,8 +747,23 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 }
 
 // insertGrabbedChunk inserts jobs, a chunk of p.Jobs, grabbed by p.Node,
-// with one multi-row INSERT, and appends them as stored.
+// with one multi-row INSERT, and appends them as stored. Its ordered jobs
+// are listed in ordered_jobs (insertOrdered): db must then be a
+// transaction.
 func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
+	from := len(*out)
+	if err := s.insertGrabbedRows(ctx, db, jobs, p, step, out); err != nil {
+		return err
+	}
+	ids := make([]int64, len(jobs))
+	for i, j := range (*out)[from:] {
+		ids[i] = j.ID
+	}
+	return insertOrdered(ctx, db, jobs, ids)
+}
+
+// insertGrabbedRows is insertGrabbedChunk's INSERT.
+func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
 	if s.returning.Load() {
 		q, args := insertSQL(jobs, p, nil)
 		rows, err := db.QueryContext(ctx, q+" RETURNING id, created_at, next_try, grabbed_until", args...)

@@ -76,6 +76,9 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 			switch p.Outcome {
 			case store.FinishDelete:
 				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
+				if err == nil && j.Ordered {
+					err = forgetOrdered(ctx, tx, p.ID)
+				}
 			case store.FinishRetry:
 				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
 					next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = '', progress = NULL, progress_message = NULL
@@ -178,6 +181,11 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ?`, id); err != nil {
 				return err
 			}
+			if j.Ordered {
+				if err := forgetOrdered(ctx, tx, id); err != nil {
+					return err
+				}
+			}
 			if j.State == store.StateWaiting {
 				return nil
 			}
@@ -209,11 +217,12 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		out = make([]string, len(p.Grabs))
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			type held struct {
-				grabs int
-				queue string
+				grabs   int
+				queue   string
+				ordered bool
 			}
 			found := map[int64]held{}
-			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name FROM jobs FORCE INDEX (PRIMARY)
+			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name, ordered FROM jobs FORCE INDEX (PRIMARY)
 				WHERE id IN (`+sqldb.Placeholders(len(ids))+`) AND state IN ('grabbed', 'leased') FOR UPDATE`, idArgs(ids)...)
 			if err != nil {
 				return err
@@ -221,7 +230,7 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			for rows.Next() {
 				var id int64
 				var h held
-				if err := rows.Scan(&id, &h.grabs, &h.queue); err != nil {
+				if err := rows.Scan(&id, &h.grabs, &h.queue, &h.ordered); err != nil {
 					rows.Close()
 					return err
 				}
@@ -230,10 +239,16 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			if err := rows.Close(); err != nil {
 				return err
 			}
-			var del, results []any
+			var (
+				del, results []any
+				ordered      []int64
+			)
 			for i, g := range p.Grabs {
 				if h, ok := found[g.ID]; ok && h.grabs == g.Grabs {
 					out[i] = h.queue
+					if h.ordered {
+						ordered = append(ordered, g.ID)
+					}
 					delete(found, g.ID) // the same grab twice: once
 					del = append(del, g.ID)
 					results = append(results, g.ID, g.Grabs, p.Status)
@@ -243,6 +258,9 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 				return nil
 			}
 			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.succeed */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(del))+`)`, del...); err != nil {
+				return err
+			}
+			if err := forgetOrdered(ctx, tx, ordered...); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `/* rowq:jobs.succeed */ INSERT INTO job_results (job_id, grabs, status, created_at) VALUES `+

@@ -8,9 +8,9 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// keyHeadsSQL selects the oldest job of each key of $2: one probe of
-// jobs_key (queue_name, concurrency_key, id) per key.
-const keyHeadsSQL = `/* rowq:jobs.key_heads */ SELECT k, (SELECT MIN(id) FROM jobs WHERE queue_name = $1 AND concurrency_key = k)
+// keyHeadsSQL selects the oldest ordered job of each key of $2: one probe
+// of jobs_ordered (queue_name, concurrency_key, id) WHERE ordered per key.
+const keyHeadsSQL = `/* rowq:jobs.key_heads */ SELECT k, (SELECT MIN(id) FROM jobs WHERE queue_name = $1 AND concurrency_key = k AND ordered)
 	FROM unnest($2::text[]) AS k`
 
 // keyBusySQL counts the keyed jobs in delivery that another node ($2)
@@ -32,7 +32,8 @@ func scanKeyCount(row pgx.CollectableRow) (keyCount, error) {
 	return c, err
 }
 
-// JobsKeyHeads returns the oldest job of each of p.Keys that has one.
+// JobsKeyHeads returns the oldest ordered job of each of p.Keys that has
+// one.
 func (s *Store) JobsKeyHeads(ctx context.Context, p *store.JobsKeyHeadsParams) (map[string]int64, error) {
 	heads := map[string]int64{}
 	if len(p.Keys) == 0 {

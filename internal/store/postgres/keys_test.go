@@ -10,8 +10,8 @@ import (
 	"github.com/rowq/rowq/internal/store/postgres"
 )
 
-// TestKeys_PlansUseTheirIndexes: the oldest job of a key is a probe of
-// jobs_key, and a grab that leaves keys out still walks jobs_fetch in
+// TestKeys_PlansUseTheirIndexes: the oldest job of an ordered key is a
+// probe of jobs_ordered, and a grab that leaves keys out still walks jobs_fetch in
 // order, in custom and generic plans.
 func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	t.Parallel()
@@ -22,6 +22,7 @@ func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 			ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`)}
 			if i%2 == 0 {
 				ps[i].ConcurrencyKey, ps[i].ConcurrencyLimit = fmt.Sprintf("k%d", i%100), 1
+				ps[i].Ordered = i%4 == 0
 			}
 		}
 		if _, err := s.JobsInsert(ctx, ps); err != nil {
@@ -37,8 +38,8 @@ func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for mode, p := range plans(ctx, t, conn, postgres.KeyHeadsSQL, "q", []string{"k0", "k2"}) {
-		if !strings.Contains(p, "jobs_key") {
-			t.Errorf("%s: key heads plan does not probe jobs_key:\n%s", mode, p)
+		if !strings.Contains(p, "jobs_ordered") {
+			t.Errorf("%s: key heads plan does not probe jobs_ordered:\n%s", mode, p)
 		}
 	}
 	q, keys := postgres.GrabKeys(&store.JobsGrabParams{SkipKeys: []string{"k0", "k2"}})

@@ -100,12 +100,12 @@ func explain(t *testing.T, s *Store, name, query string, args ...any) string {
 	return strings.Join(plan, "; ")
 }
 
-// TestKeys_PlansUseTheirIndexes: the oldest job of a key is a probe of
-// jobs_key, and a grab that leaves keys out still walks jobs_fetch in
+// TestKeys_PlansUseTheirIndexes: the oldest job of an ordered key is read
+// from jobs_ordered, and a grab that leaves keys out still walks jobs_fetch in
 // order.
 func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	s := openExplain(t)
-	checkPlan(t, s, "key heads", keyHeadsSQL(2), "jobs_key", "q", "a", "b")
+	checkPlan(t, s, "key heads", keyHeadsSQL(2), "jobs_ordered", "q", "a", "b")
 	cond, keys := grabKeysCond(&store.JobsGrabParams{SkipKeys: []string{"a", "b"}})
 	checkPlan(t, s, "grab leaving keys out", keyedGrab(grabSelectSQL, cond), "jobs_fetch",
 		append([]any{nil, nil, "q", 0, 10, nil}, keys...)...)

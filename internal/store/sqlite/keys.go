@@ -8,11 +8,12 @@ import (
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// keyHeadsSQL selects the oldest job of each of n keys: one probe of
-// jobs_key (queue_name, concurrency_key, id) per key.
+// keyHeadsSQL selects the oldest ordered job of each of n keys from
+// jobs_ordered (queue_name, concurrency_key, id) WHERE ordered, which holds
+// ordered jobs only.
 func keyHeadsSQL(n int) string {
-	return `/* rowq:jobs.key_heads */ SELECT concurrency_key, MIN(id) FROM jobs INDEXED BY jobs_key
-		WHERE queue_name = ? AND concurrency_key IN (` + sqldb.Placeholders(n) + `) GROUP BY concurrency_key`
+	return `/* rowq:jobs.key_heads */ SELECT concurrency_key, MIN(id) FROM jobs INDEXED BY jobs_ordered
+		WHERE queue_name = ? AND concurrency_key IN (` + sqldb.Placeholders(n) + `) AND ordered GROUP BY concurrency_key`
 }
 
 // keyBusySQL counts the keyed jobs in delivery that another node grabbed,
@@ -22,7 +23,8 @@ const keyBusySQL = `/* rowq:jobs.key_busy */ SELECT concurrency_key, COUNT(*) FR
 		AND concurrency_key IS NOT NULL
 	GROUP BY concurrency_key`
 
-// JobsKeyHeads returns the oldest job of each of p.Keys that has one.
+// JobsKeyHeads returns the oldest ordered job of each of p.Keys that has
+// one.
 func (s *Store) JobsKeyHeads(ctx context.Context, p *store.JobsKeyHeadsParams) (map[string]int64, error) {
 	if len(p.Keys) == 0 {
 		return map[string]int64{}, nil

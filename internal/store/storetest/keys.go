@@ -33,6 +33,20 @@ func insertKeyed(t *testing.T, s store.Store, queue string, keys ...string) []in
 	return must(s.JobsInsert(ctxT(t), ps))(t)
 }
 
+// insertOrdered inserts a job of each ordered key of keys into queue, an
+// unkeyed one for "", and returns their ids.
+func insertOrdered(t *testing.T, s store.Store, queue string, keys ...string) []int64 {
+	t.Helper()
+	ps := make([]*store.JobInsertParams, len(keys))
+	for i, k := range keys {
+		ps[i] = &store.JobInsertParams{Queue: queue, Category: "cat", URL: "http://127.0.0.1:1/work", MaxRetries: 3}
+		if k != "" {
+			ps[i].ConcurrencyKey, ps[i].Ordered = k, true
+		}
+	}
+	return must(s.JobsInsert(ctxT(t), ps))(t)
+}
+
 func testKeysSettingsKept(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putQueue(t, s, "q")
@@ -94,8 +108,9 @@ func testKeysHeads(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putQueue(t, s, "q")
 	putQueue(t, s, "other")
-	ids := insertKeyed(t, s, "q", "a", "b", "a", "", "a")
-	insertKeyed(t, s, "other", "a")
+	insertKeyed(t, s, "q", "a") // without order: not a head of a's ordered jobs
+	ids := insertOrdered(t, s, "q", "a", "b", "a", "", "a")
+	insertOrdered(t, s, "other", "a")
 	heads := func(keys ...string) map[string]int64 {
 		return must(s.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: "q", Keys: keys}))(t)
 	}
@@ -103,18 +118,44 @@ func testKeysHeads(t *testing.T, s store.Store) {
 		t.Fatalf("heads = %v, want %v", got, want)
 	}
 	// A grabbed head, then one retried for later, is still the head.
-	g := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 1, Lease: time.Minute}))(t)
-	if got := heads("a"); got["a"] != ids[0] || g[0].ID != ids[0] {
+	g := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 2, Lease: time.Minute}))(t)
+	if got := heads("a"); got["a"] != ids[0] || g[1].ID != ids[0] {
 		t.Fatalf("heads with the head grabbed = %v, want a: %d", got, ids[0])
 	}
 	ok(t, s.JobRetry(ctx, &store.JobRetryParams{ID: ids[0], Node: "n1", Delay: time.Hour}))
 	if got := heads("a"); got["a"] != ids[0] {
 		t.Fatalf("heads with the head retried = %v, want a: %d", got, ids[0])
 	}
-	// Once it is gone, the next of its key is.
+	// Once it is gone, whichever way, the next of its key is.
 	must(s.JobCancel(ctx, "q", ids[0]))(t)
 	if got := heads("a"); got["a"] != ids[2] {
-		t.Fatalf("heads with the head gone = %v, want a: %d", got, ids[2])
+		t.Fatalf("heads with the head cancelled = %v, want a: %d", got, ids[2])
+	}
+	grabbed := func(id int64) {
+		t.Helper()
+		for _, j := range must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 10, Lease: time.Minute}))(t) {
+			if j.ID == id {
+				return
+			}
+		}
+		t.Fatalf("job %d was not grabbed", id)
+	}
+	grabbed(ids[2])
+	fj := must(s.JobFail(ctx, &store.JobFailParams{ID: ids[2], Node: "n1", Status: "failure", Message: "x"}))(t)
+	if got := heads("a"); got["a"] != ids[4] {
+		t.Fatalf("heads with the head failed = %v, want a: %d", got, ids[4])
+	}
+	// Retried from the failure log, it is the head again, with its old id.
+	must(s.FailedJobRetry(ctx, "q", fj.ID))(t)
+	if got := heads("a"); got["a"] != ids[2] {
+		t.Fatalf("heads with the head retried from the failure log = %v, want a: %d", got, ids[2])
+	}
+	grabbed(ids[2])
+	if n := must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: []int64{ids[2]}, Ordered: []int64{ids[2]}}))(t); n != 1 {
+		t.Fatalf("completed %d jobs, want 1", n)
+	}
+	if got := heads("a"); got["a"] != ids[4] {
+		t.Fatalf("heads with the head completed = %v, want a: %d", got, ids[4])
 	}
 	if got := heads(); len(got) != 0 {
 		t.Fatalf("heads of no key = %v, want none", got)
