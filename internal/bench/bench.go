@@ -68,6 +68,8 @@ type Options struct {
 	Keys     int
 	KeyLimit int
 	HotKey   float64
+	// Ordered makes the keys ordered (KeyLimit must be 1).
+	Ordered bool
 	// Settle is how long to wait after the last delivery for duplicates.
 	Settle time.Duration
 	// Timeout bounds the wait for all deliveries.
@@ -458,6 +460,9 @@ func jobFields(b []byte, o *Options, url string, seq int) []byte {
 		b = strconv.AppendQuote(b, key)
 		b = append(b, `,"concurrency_limit":`...)
 		b = strconv.AppendInt(b, int64(o.keyLimit()), 10)
+		if o.Ordered {
+			b = append(b, `,"ordered":true`...)
+		}
 		b = append(b, ',')
 	}
 	b = append(b, `"payload":{"seq":`...)
@@ -529,7 +534,7 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 			j := &store.JobInsertParams{Queue: o.Queue, Category: category, URL: workerURL,
 				Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)}
 			if key := o.key(seq); key != "" {
-				j.ConcurrencyKey, j.ConcurrencyLimit = key, o.keyLimit()
+				j.ConcurrencyKey, j.ConcurrencyLimit, j.Ordered = key, o.keyLimit(), o.Ordered
 			}
 			jobs = append(jobs, j)
 		}
@@ -692,6 +697,10 @@ func (o Options) Label() string {
 
 // keysLabel describes the jobs' concurrency keys, "" for none.
 func (o Options) keysLabel() string {
+	if o.Ordered {
+		o.Ordered = false
+		return strings.Replace(o.keysLabel(), ", limit 1", ", ordered", 1)
+	}
 	switch {
 	case o.HotKey > 0 && o.Keys > 0:
 		return fmt.Sprintf("; %.0f%% of the jobs on one hot key, the rest over %d keys, limit %d", 100*o.HotKey, o.Keys, o.keyLimit())

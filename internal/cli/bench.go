@@ -50,6 +50,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Keys, "keys", 0, "spread the jobs over this many concurrency keys (concurrency_key), each with --key-limit")
 	fs.IntVar(&o.KeyLimit, "key-limit", 1, "concurrency_limit of the jobs' keys, with --keys or --hot-key")
 	fs.Float64Var(&o.HotKey, "hot-key", 0, "put this fraction (0..1) of the jobs on one concurrency key, the rest on keys of their own (or over --keys), and report the rate of the cold jobs too")
+	fs.BoolVar(&o.Ordered, "ordered", false, "make the keys of --keys or --hot-key ordered (ordered: true; limit 1)")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "wait after the last delivery, for duplicates to show")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,6 +68,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("key-limit: must be 1..10000")
 	case o.HotKey < 0 || o.HotKey >= 1:
 		return fmt.Errorf("hot-key: must be 0..1 (a fraction of the jobs), less than 1")
+	case o.Ordered && o.Keys == 0 && o.HotKey == 0:
+		return fmt.Errorf("ordered: only with --keys or --hot-key")
+	case o.Ordered && o.KeyLimit != 1:
+		return fmt.Errorf("ordered: only with --key-limit 1 (an ordered key's jobs go one at a time)")
 	case (o.Keys > 0 || o.HotKey > 0) && (o.Pull || o.Outbox):
 		return fmt.Errorf("keys, hot-key: not with --pull or --outbox")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -48,10 +49,11 @@ func (r *runner) work(j *store.Job) {
 
 // ack deletes a delivered job with the next spaced DELETE (ackGap). The
 // job's worker slot stays taken until it commits, so that a crash
-// redelivers at most max_workers jobs; when three quarters of the slots
-// wait so, the DELETE goes at once, or a queue with few slots or fast
-// workers would spend its slots' time waiting. So it does when now: the
-// job's key has jobs parked behind it (keys.go), which wait for the
+// redelivers at most max_workers jobs (and as many acknowledged in the
+// background, ackLater); when three quarters of the slots wait so, the
+// DELETE goes at once, or a queue with few slots or fast workers would
+// spend its slots' time waiting. So it does when now: the job's ordered
+// key has jobs parked behind it (keys.go), whose head check waits for the
 // commit.
 func (r *runner) ack(ctx context.Context, j *store.Job, now bool) error {
 	n := r.acking.Add(1)
@@ -61,6 +63,42 @@ func (r *runner) ack(ctx context.Context, j *store.Job, now bool) error {
 	}
 	_, err := r.d.complete.Do(ctx, j)
 	return err
+}
+
+// ackLater acknowledges j, delivered, in the background, and reports
+// whether it does: the success of a key without order whose next jobs
+// wait (keys.go) frees its worker slot for them at once, where the slot
+// would otherwise wait for the commit (ack). Such an acknowledgement holds
+// no slot, so a crash may redeliver, beside max_workers jobs in slots, as
+// many acknowledged later; beyond that many pending (runner.acking), it
+// is not done in the background.
+func (r *runner) ackLater(log *slog.Logger, j *store.Job, elapsed time.Duration) bool {
+	max := int64(r.settings.Load().MaxWorkers)
+	for {
+		n := r.acking.Load()
+		if n >= max {
+			return false
+		}
+		if r.acking.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	d := r.d
+	d.acks.Add(1)
+	go func() {
+		defer d.acks.Done()
+		defer r.acking.Add(-1)
+		err := d.retryStore(log, "acknowledge job", func(ctx context.Context) error {
+			_, err := d.complete.Do(ctx, j)
+			return err
+		})
+		if err == nil {
+			d.cfg.Stats.Delivered(r.name, stats.Success, elapsed)
+		} else if d.deliverCtx.Err() == nil {
+			log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
+		}
+	}()
+	return true
 }
 
 // process delivers one job and records the outcome: success removes it,
@@ -131,8 +169,11 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 		return true
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
-		now := r.keyWaits(j)
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j, now) })
+		waits := r.keyWaits(j)
+		if waits && !j.Ordered && r.ackLater(log, j, elapsed) {
+			return false
+		}
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j, waits) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())

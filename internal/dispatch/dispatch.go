@@ -160,6 +160,7 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	runners map[string]*runner
 	retired sync.WaitGroup // runners stopped but still finishing deliveries
+	acks    sync.WaitGroup // acknowledgements in the background (runner.ackLater)
 	// retiring counts, per queue, the stopped runners still finishing
 	// deliveries.
 	retiring map[string]int
@@ -575,7 +576,11 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		}
 		d.mu.Unlock()
 		finished := make(chan struct{})
-		go func() { d.retired.Wait(); close(finished) }()
+		go func() {
+			d.retired.Wait() // no delivery left to start an acknowledgement
+			d.acks.Wait()
+			close(finished)
+		}()
 		select {
 		case <-finished:
 		case <-ctx.Done():
