@@ -72,9 +72,9 @@ type Nudger struct {
 
 	mu      sync.Mutex
 	leaders map[string]leader
-	// sending holds the queues a nudge is on its way to; true means
-	// another wake came meanwhile and one more nudge must follow, so that
-	// a busy queue gets one nudge per nudgeGap, not one per job.
+	// sending holds the queues a nudge is on its way to; true means a
+	// wake came that no nudge has carried yet, and one more must follow,
+	// so that a busy queue gets one nudge per nudgeGap, not one per job.
 	sending map[string]bool
 	// ended holds, per queue, the ends of leases not sent yet; a queue is
 	// in it while its nudges are on their way (Finished).
@@ -112,12 +112,11 @@ func New(cfg Config) *Nudger {
 func (n *Nudger) Wake(queue string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.sending[queue]; ok {
-		n.sending[queue] = true
-		return
+	_, busy := n.sending[queue]
+	n.sending[queue] = true
+	if !busy {
+		go n.send(queue, n.nextWake)
 	}
-	n.sending[queue] = false
-	go n.send(queue)
 }
 
 // Changed tells the leader of queue, if another node, that the queue's
@@ -150,33 +149,59 @@ func (n *Nudger) Finished(queue string, g store.JobGrab) {
 	_, busy := n.ended[queue]
 	n.ended[queue] = append(n.ended[queue], g)
 	if !busy {
-		go n.sendEnded(queue)
+		go n.send(queue, n.nextEnded)
 	}
 }
 
-// sendEnded nudges the leader of queue with the lease ends not sent yet,
-// at most one nudge per nudgeGap, until none is left.
-func (n *Nudger) sendEnded(queue string) {
+// send nudges the leader of queue with what next takes, at most one nudge
+// per nudgeGap, until next finds nothing left to send: what comes while a
+// nudge is on its way goes in the next one. next (nextWake, nextEnded)
+// forgets queue when it finds nothing, so that the next Wake or Finished
+// starts a send of its own.
+func (n *Nudger) send(queue string, next func(queue string) (body string, ok bool)) {
 	for {
-		n.mu.Lock()
-		gs := n.ended[queue]
-		if len(gs) == 0 {
-			delete(n.ended, queue)
-			n.mu.Unlock()
+		began := time.Now()
+		body, ok := next(queue)
+		if !ok {
 			return
 		}
-		k := min(len(gs), maxEnded)
-		req := rowqtype.WakeRequest{Finished: make([]rowqtype.LeaseEnd, k)}
-		for i, g := range gs[:k] {
-			req.Finished[i] = rowqtype.LeaseEnd{ID: g.ID, Grabs: g.Grabs}
-		}
-		n.ended[queue] = gs[k:] // still there: a nudge is on its way
-		n.mu.Unlock()
-		began := time.Now()
-		body, _ := json.Marshal(&req)
-		n.nudge(queue, string(body))
+		n.nudge(queue, body)
 		time.Sleep(nudgeGap - time.Since(began))
 	}
+}
+
+// nextWake takes the wake of queue not sent yet, if any; a wake's nudge
+// has no body.
+func (n *Nudger) nextWake(queue string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.sending[queue] {
+		delete(n.sending, queue)
+		return "", false
+	}
+	n.sending[queue] = false // still there: a nudge is on its way
+	return "", true
+}
+
+// nextEnded takes up to maxEnded lease ends of queue not sent yet, if any,
+// as a nudge's body.
+func (n *Nudger) nextEnded(queue string) (string, bool) {
+	n.mu.Lock()
+	gs := n.ended[queue]
+	if len(gs) == 0 {
+		delete(n.ended, queue)
+		n.mu.Unlock()
+		return "", false
+	}
+	k := min(len(gs), maxEnded)
+	req := rowqtype.WakeRequest{Finished: make([]rowqtype.LeaseEnd, k)}
+	for i, g := range gs[:k] {
+		req.Finished[i] = rowqtype.LeaseEnd{ID: g.ID, Grabs: g.Grabs}
+	}
+	n.ended[queue] = gs[k:] // still there: a nudge is on its way
+	n.mu.Unlock()
+	body, _ := json.Marshal(&req)
+	return string(body), true
 }
 
 // ForwardedHeader marks a lease request one node forwarded to another: the
@@ -228,24 +253,6 @@ func (n *Nudger) forget(queue string) {
 
 // settingsBody asks the leader to re-read the queue's settings too.
 const settingsBody = `{"settings":true}`
-
-// send nudges the leader of queue until no wake is left unsent, at most
-// one nudge per nudgeGap.
-func (n *Nudger) send(queue string) {
-	for {
-		began := time.Now()
-		n.nudge(queue, "")
-		time.Sleep(nudgeGap - time.Since(began)) // wakes meanwhile merge
-		n.mu.Lock()
-		if !n.sending[queue] {
-			delete(n.sending, queue)
-			n.mu.Unlock()
-			return
-		}
-		n.sending[queue] = false
-		n.mu.Unlock()
-	}
-}
 
 // nudge POSTs body to the wake endpoint of queue's leader, if another
 // node.

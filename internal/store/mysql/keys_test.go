@@ -3,7 +3,6 @@ package mysql_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,18 +39,6 @@ func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE jobs"); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what, want string, plan []map[string]string) {
-		t.Helper()
-		if len(plan) != 1 {
-			t.Fatalf("%s: plan has %d rows, want 1: %v", what, len(plan), plan)
-		}
-		if got := plan[0]["key"]; got != want {
-			t.Errorf("%s uses key %q, want %q (plan %v)", what, got, want, plan[0])
-		}
-		if got := plan[0]["Extra"]; strings.Contains(got, "filesort") && what == "grab" {
-			t.Errorf("%s sorts: Extra = %q", what, got)
-		}
-	}
 	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE ordered_jobs"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +49,13 @@ func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	if used["ordered_jobs"] != "ordered_jobs_key" || used["j"] != "PRIMARY" {
 		t.Errorf("key heads use keys %v, want ordered_jobs_key for ordered_jobs and PRIMARY for jobs (j)", used)
 	}
-	check("key busy", "jobs_fetch", queryMaps(t, s.DB(), "EXPLAIN "+mysql.KeyBusySQL, "q1", "other"))
+	// The count groups by key, which may sort: only its index is checked.
+	if plan := queryMaps(t, s.DB(), "EXPLAIN "+mysql.KeyBusySQL, "q1", "other"); len(plan) != 1 || plan[0]["key"] != "jobs_fetch" {
+		t.Errorf("key busy: plan %v, want one row on jobs_fetch", plan)
+	}
 	q, keys := mysql.GrabKeys(&store.JobsGrabParams{SkipKeys: []string{"k0", "k2"}})
 	args := append(append([]any{int64(time.Minute / time.Microsecond), "q1"}, keys...), 100)
-	check("grab", "jobs_fetch", queryMaps(t, s.DB(), "EXPLAIN "+q, args...))
+	checkPlan(t, s.DB(), "grab", q, "jobs_fetch", false, args...)
 }
 
 // TestOrderedJobs_ForgottenWithTheirJobs: every path that removes an

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/postgres"
 )
@@ -17,31 +19,18 @@ import (
 func TestInspect_ListingsWalkIndexesWithoutSort(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
-	for _, q := range []string{"q", "other"} {
-		ps := make([]*store.JobInsertParams, 5000)
-		for i := range ps {
-			ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
-				RunAfter: time.Duration(i%3) * time.Hour}
-		}
-		if _, err := s.JobsInsert(ctx, ps); err != nil {
+	conn := analysedBacklog(ctx, t, s, 5000, func(q string, i int) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
+			RunAfter: time.Duration(i%3) * time.Hour}
+	}, func(conn *pgxpool.Conn) {
+		// A failure log of a few queues, spread in time; q1 holds half of it.
+		if _, err := conn.Exec(ctx, `INSERT INTO failed_jobs
+			(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
+			SELECT i, 'q' || LEAST(i % 4, 1), 'c', 'http://w/', NULL, 'failure', 500, 'x', 1, now(), now() - i * interval '1 second'
+			FROM generate_series(1, 20000) AS i`); err != nil {
 			t.Fatal(err)
 		}
-	}
-	conn, err := postgres.Pool(s).Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	// A failure log of a few queues, spread in time; q1 holds half of it.
-	if _, err := conn.Exec(ctx, `INSERT INTO failed_jobs
-		(job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at)
-		SELECT i, 'q' || LEAST(i % 4, 1), 'c', 'http://w/', NULL, 'failure', 500, 'x', 1, now(), now() - i * interval '1 second'
-		FROM generate_series(1, 20000) AS i`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
-		t.Fatal(err)
-	}
+	})
 	now := time.Now()
 	// check fails unless the plan walks one of the indexes (alternatives
 	// separated by |) in order, with no sort.

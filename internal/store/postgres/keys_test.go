@@ -16,27 +16,14 @@ import (
 func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
-	for _, q := range []string{"q", "other"} {
-		ps := make([]*store.JobInsertParams, 5000)
-		for i := range ps {
-			ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`)}
-			if i%2 == 0 {
-				ps[i].ConcurrencyKey, ps[i].ConcurrencyLimit = fmt.Sprintf("k%d", i%100), 1
-				ps[i].Ordered = i%4 == 0
-			}
+	conn := analysedBacklog(ctx, t, s, 5000, func(q string, i int) *store.JobInsertParams {
+		p := &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`)}
+		if i%2 == 0 {
+			p.ConcurrencyKey, p.ConcurrencyLimit = fmt.Sprintf("k%d", i%100), 1
+			p.Ordered = i%4 == 0
 		}
-		if _, err := s.JobsInsert(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn, err := postgres.Pool(s).Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
+		return p
+	}, nil)
 	for mode, p := range plans(ctx, t, conn, postgres.KeyHeadsSQL, "q", []string{"k0", "k2"}) {
 		if !strings.Contains(p, "jobs_ordered") {
 			t.Errorf("%s: key heads plan does not probe jobs_ordered:\n%s", mode, p)

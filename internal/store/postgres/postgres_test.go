@@ -69,34 +69,49 @@ func TestJobsInsert_OrderAndBytes(t *testing.T) {
 func TestJobsGrab_UsesFetchIndex(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
-	for _, q := range []string{"q", "other"} {
-		for range 4 {
-			ps := make([]*store.JobInsertParams, 5000)
-			for i := range ps {
-				ps[i] = &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
-					RunAfter: time.Duration(i%3) * time.Hour, JobOptions: store.JobOptions{Priority: i % 4}}
-			}
-			if _, err := s.JobsInsert(ctx, ps); err != nil {
-				t.Fatal(err)
-			}
+	conn := analysedBacklog(ctx, t, s, 20000, func(q string, i int) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: q, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{}`),
+			RunAfter: time.Duration(i%3) * time.Hour, JobOptions: store.JobOptions{Priority: i % 4}}
+	}, func(*pgxpool.Conn) {
+		if _, err := s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 1000, Lease: time.Minute}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 1000, Lease: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := postgres.Pool(s).Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "ANALYZE jobs"); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for mode, p := range plans(ctx, t, conn, postgres.GrabSelectSQL, "q", 10) {
 		if !strings.Contains(p, "jobs_fetch") || strings.Contains(p, "Sort") {
 			t.Errorf("%s: grab plan does not walk jobs_fetch without a sort:\n%s", mode, p)
 		}
 	}
+}
+
+// analysedBacklog inserts n jobs, job(q, i) for i in [0, n), into each of
+// the queues q and other, runs more (if not nil) to add to them, and
+// analyses the tables the plans read: the planner then chooses as it would
+// for a large backlog. It returns a connection for plans, released when t
+// ends.
+func analysedBacklog(ctx context.Context, t *testing.T, s *postgres.Store, n int, job func(q string, i int) *store.JobInsertParams, more func(conn *pgxpool.Conn)) *pgxpool.Conn {
+	t.Helper()
+	for _, q := range []string{"q", "other"} {
+		ps := make([]*store.JobInsertParams, n)
+		for i := range ps {
+			ps[i] = job(q, i)
+		}
+		if _, err := s.JobsInsert(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := postgres.Pool(s).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if more != nil {
+		more(conn)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE jobs, failed_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // plans returns the EXPLAIN of query by plan_cache_mode: as a custom plan
