@@ -1,8 +1,9 @@
 // Package sqldb is the database/sql plumbing the MySQL and SQLite dialects
 // share: collecting rows through a scan function, transactions, retrying
-// what the dialect calls retryable, and placeholder lists. It holds no SQL
-// and knows no driver: each dialect passes its own predicate, and maps
-// errors in its own mapErr. (PostgreSQL uses pgx natively and has the same
+// what the dialect calls retryable, and placeholder lists. It knows no
+// driver: each dialect passes its own predicate, and maps errors in its own
+// mapErr. Its only SQL is what both dialects write alike (the outbox's
+// read, outbox.go). (PostgreSQL uses pgx natively and has the same
 // shapes in its own terms.)
 package sqldb
 
