@@ -173,10 +173,7 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 		case err != nil:
 			return nil, err
 		default:
-			if err := badRequest(validate.JobURL(req.URL, d.Queue, d.Pull)); err != nil {
-				return nil, err
-			}
-			if err := badRequest(validate.JobKey(valueOr(req.ConcurrencyKey, ""), d.Queue, d.Pull)); err != nil {
+			if err := badRequest(validate.JobQueue(req.URL, valueOr(req.ConcurrencyKey, ""), d.Queue, d.Pull)); err != nil {
 				return nil, err
 			}
 		}

@@ -207,6 +207,17 @@ func JobKey(ckey, queue string, pull bool) error {
 	return nil
 }
 
+// JobQueue checks that a job with url and concurrency key ckey ("" for
+// none) may go to queue, which delivers by pull when pull is set: its url
+// (JobURL), then its key (JobKey). Every door that routes a job checks
+// both, in this order, so that it gets the same answer from each.
+func JobQueue(url, ckey, queue string, pull bool) error {
+	if err := JobURL(url, queue, pull); err != nil {
+		return err
+	}
+	return JobKey(ckey, queue, pull)
+}
+
 // trace checks a job's own trace context. Unlike the headers of a
 // request, which a receiver ignores when they are invalid (as W3C Trace
 // Context asks: proxies and libraries add them), these fields are the
