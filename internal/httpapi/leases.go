@@ -37,11 +37,14 @@ func (a *API) heartbeatJob(r *http.Request) (any, error) {
 	if err := checkLeaseToken(req.LeaseToken); err != nil {
 		return nil, err
 	}
+	if req.Lease == nil {
+		return nil, errorf(http.StatusBadRequest, "lease: required, seconds 1..%d", int(dispatch.MaxLease.Seconds()))
+	}
+	lease, err := leaseSeconds(*req.Lease)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case req.Lease == nil:
-		return nil, errorf(http.StatusBadRequest, "lease: required, seconds 1..86400")
-	case *req.Lease < 1 || *req.Lease > dispatch.MaxLease.Seconds():
-		return nil, errorf(http.StatusBadRequest, "lease: must be 1..86400 seconds, got %v", *req.Lease)
 	case req.Progress != nil && (*req.Progress < 0 || *req.Progress > 1):
 		return nil, errorf(http.StatusBadRequest, "progress: must be 0..1, got %v", *req.Progress)
 	case req.Message != nil && len(*req.Message) > maxLeaseMessage:
@@ -51,7 +54,7 @@ func (a *API) heartbeatJob(r *http.Request) (any, error) {
 		return nil, err
 	}
 	until, err := a.cfg.Dispatcher.Heartbeat(r.Context(), &dispatch.Beat{
-		ID: id, Token: req.LeaseToken, Lease: time.Duration(*req.Lease * float64(time.Second)),
+		ID: id, Token: req.LeaseToken, Lease: lease,
 		Progress: req.Progress, Message: req.Message,
 	})
 	if err != nil {
@@ -114,6 +117,16 @@ func checkLeaseToken(t string) error {
 		return errorf(http.StatusBadRequest, "lease_token: at most %d characters, got %d", maxLeaseToken, len(t))
 	}
 	return nil
+}
+
+// leaseSeconds checks the length of a lease asked for in seconds (a
+// heartbeat's or a lease request's "lease"): 1..86400, the bounds of a
+// push worker's "accepted" answer too (dispatch.MaxLease).
+func leaseSeconds(v float64) (time.Duration, error) {
+	if !(v >= 1 && v <= dispatch.MaxLease.Seconds()) {
+		return 0, errorf(http.StatusBadRequest, "lease: must be 1..%d seconds, got %v", int(dispatch.MaxLease.Seconds()), v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
 }
 
 // allowLease answers 403 when the request's token is confined to queues
