@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/validate"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -17,11 +18,11 @@ import (
 // The lease token proves the delivery; the work scope lets a token send
 // it, and a token confined to queues may send it for its queues' jobs.
 
-// Bounds of the fields of a heartbeat or completion.
+// Bounds of the fields of a heartbeat or completion. The message's is
+// validate.MaxLeaseMessage, where the Go client's test can read it.
 const (
-	maxLeaseToken   = 128
-	maxLeaseMessage = 4096
-	maxRetryAfter   = 30 * 24 * time.Hour
+	maxLeaseToken = 128
+	maxRetryAfter = 30 * 24 * time.Hour
 )
 
 // heartbeatJob answers POST /job/{id}/heartbeat.
@@ -47,8 +48,8 @@ func (a *API) heartbeatJob(r *http.Request) (any, error) {
 	switch {
 	case req.Progress != nil && (*req.Progress < 0 || *req.Progress > 1):
 		return nil, errorf(http.StatusBadRequest, "progress: must be 0..1, got %v", *req.Progress)
-	case req.Message != nil && len(*req.Message) > maxLeaseMessage:
-		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", maxLeaseMessage, len(*req.Message))
+	case req.Message != nil && len(*req.Message) > validate.MaxLeaseMessage:
+		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", validate.MaxLeaseMessage, len(*req.Message))
 	}
 	if err := a.allowLease(r.Context(), id, req.LeaseToken); err != nil {
 		return nil, err
@@ -83,8 +84,8 @@ func (a *API) completeJob(r *http.Request) (any, error) {
 	default:
 		return nil, errorf(http.StatusBadRequest, "status: want success, failure or permanent-failure, got %q", req.Status)
 	}
-	if len(req.Message) > maxLeaseMessage {
-		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", maxLeaseMessage, len(req.Message))
+	if len(req.Message) > validate.MaxLeaseMessage {
+		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", validate.MaxLeaseMessage, len(req.Message))
 	}
 	var retryAfter *time.Duration
 	if req.RetryAfter != nil {

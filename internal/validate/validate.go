@@ -33,6 +33,11 @@ const (
 	// MaxConcurrencyKeyLen fits a MySQL index of utf8mb4 (191 × 4 bytes).
 	MaxConcurrencyKeyLen = 191
 	MaxConcurrencyLimit  = 10000 // a key's jobs in delivery at once (max_workers' bound)
+	// MaxLeaseMessage bounds a heartbeat's or completion's message, in
+	// bytes. It is here, exported, so that the Go client's test can check
+	// the client's cut against it: the client itself imports only the
+	// standard library, and the Python client keeps its own copy.
+	MaxLeaseMessage = 4096
 )
 
 // Error is an input that fails a check; its message names the field:
