@@ -197,6 +197,14 @@ func (w *Worker) work(ctx context.Context, j *rowqtype.LeasedJob, lease time.Dur
 	}
 }
 
+// maxCompletionMessage is where a completion's message is cut, in bytes.
+// The server refuses a message longer than 4096 bytes (MaxLeaseMessage in
+// internal/validate; a test checks the cut is not above it), and a
+// refused completion leaves the job to wait out its lease. Any cut up to
+// 4096 would do, as a cut message is never longer than the cut; 4000 is
+// the Python client's cut too (MAX_MESSAGE).
+const maxCompletionMessage = 4000
+
 // complete reports the handler's result err, trying again while the
 // server is away, for at most the lease.
 func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error, lease time.Duration, log *slog.Logger) {
@@ -208,9 +216,9 @@ func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error,
 	case err != nil:
 		done.Status, done.Message = "failure", err.Error()
 	}
-	if len(done.Message) > 4000 {
-		// The server takes 4096 bytes: cut on a character's boundary.
-		done.Message = strings.ToValidUTF8(done.Message[:4000], "")
+	if len(done.Message) > maxCompletionMessage {
+		// Cut on a character's boundary.
+		done.Message = strings.ToValidUTF8(done.Message[:maxCompletionMessage], "")
 	}
 	wait := 100 * time.Millisecond
 	for deadline := time.Now().Add(lease); ; {

@@ -68,10 +68,7 @@ func (a *API) jobParams(ctx context.Context, category string, req *rowqtype.JobR
 	if err := allowRouted(ctx, category, dest.Queue); err != nil {
 		return nil, err
 	}
-	if err := badRequest(validate.JobURL(req.URL, dest.Queue, dest.Pull)); err != nil {
-		return nil, err
-	}
-	if err := badRequest(validate.JobKey(valueOr(req.ConcurrencyKey, ""), dest.Queue, dest.Pull)); err != nil {
+	if err := badRequest(validate.JobQueue(req.URL, valueOr(req.ConcurrencyKey, ""), dest.Queue, dest.Pull)); err != nil {
 		return nil, err
 	}
 	return validate.JobParams(dest.Queue, category, req), nil

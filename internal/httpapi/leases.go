@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/dispatch"
+	"github.com/rowq/rowq/internal/validate"
 	"github.com/rowq/rowq/rowqtype"
 )
 
@@ -17,11 +18,11 @@ import (
 // The lease token proves the delivery; the work scope lets a token send
 // it, and a token confined to queues may send it for its queues' jobs.
 
-// Bounds of the fields of a heartbeat or completion.
+// Bounds of the fields of a heartbeat or completion. The message's is
+// validate.MaxLeaseMessage, where the Go client's test can read it.
 const (
-	maxLeaseToken   = 128
-	maxLeaseMessage = 4096
-	maxRetryAfter   = 30 * 24 * time.Hour
+	maxLeaseToken = 128
+	maxRetryAfter = 30 * 24 * time.Hour
 )
 
 // heartbeatJob answers POST /job/{id}/heartbeat.
@@ -37,21 +38,24 @@ func (a *API) heartbeatJob(r *http.Request) (any, error) {
 	if err := checkLeaseToken(req.LeaseToken); err != nil {
 		return nil, err
 	}
+	if req.Lease == nil {
+		return nil, errorf(http.StatusBadRequest, "lease: required, seconds 1..%d", int(dispatch.MaxLease.Seconds()))
+	}
+	lease, err := leaseSeconds(*req.Lease)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case req.Lease == nil:
-		return nil, errorf(http.StatusBadRequest, "lease: required, seconds 1..86400")
-	case *req.Lease < 1 || *req.Lease > dispatch.MaxLease.Seconds():
-		return nil, errorf(http.StatusBadRequest, "lease: must be 1..86400 seconds, got %v", *req.Lease)
 	case req.Progress != nil && (*req.Progress < 0 || *req.Progress > 1):
 		return nil, errorf(http.StatusBadRequest, "progress: must be 0..1, got %v", *req.Progress)
-	case req.Message != nil && len(*req.Message) > maxLeaseMessage:
-		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", maxLeaseMessage, len(*req.Message))
+	case req.Message != nil && len(*req.Message) > validate.MaxLeaseMessage:
+		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", validate.MaxLeaseMessage, len(*req.Message))
 	}
 	if err := a.allowLease(r.Context(), id, req.LeaseToken); err != nil {
 		return nil, err
 	}
 	until, err := a.cfg.Dispatcher.Heartbeat(r.Context(), &dispatch.Beat{
-		ID: id, Token: req.LeaseToken, Lease: time.Duration(*req.Lease * float64(time.Second)),
+		ID: id, Token: req.LeaseToken, Lease: lease,
 		Progress: req.Progress, Message: req.Message,
 	})
 	if err != nil {
@@ -80,8 +84,8 @@ func (a *API) completeJob(r *http.Request) (any, error) {
 	default:
 		return nil, errorf(http.StatusBadRequest, "status: want success, failure or permanent-failure, got %q", req.Status)
 	}
-	if len(req.Message) > maxLeaseMessage {
-		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", maxLeaseMessage, len(req.Message))
+	if len(req.Message) > validate.MaxLeaseMessage {
+		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", validate.MaxLeaseMessage, len(req.Message))
 	}
 	var retryAfter *time.Duration
 	if req.RetryAfter != nil {
@@ -114,6 +118,16 @@ func checkLeaseToken(t string) error {
 		return errorf(http.StatusBadRequest, "lease_token: at most %d characters, got %d", maxLeaseToken, len(t))
 	}
 	return nil
+}
+
+// leaseSeconds checks the length of a lease asked for in seconds (a
+// heartbeat's or a lease request's "lease"): 1..86400, the bounds of a
+// push worker's "accepted" answer too (dispatch.MaxLease).
+func leaseSeconds(v float64) (time.Duration, error) {
+	if !(v >= 1 && v <= dispatch.MaxLease.Seconds()) {
+		return 0, errorf(http.StatusBadRequest, "lease: must be 1..%d seconds, got %v", int(dispatch.MaxLease.Seconds()), v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
 }
 
 // allowLease answers 403 when the request's token is confined to queues

@@ -43,17 +43,19 @@ func (a *API) leaseJobs(r *http.Request) (any, error) {
 	if err := checkRange("max", req.Max, 1, dispatch.MaxPull); err != nil {
 		return nil, err
 	}
-	if w := req.Wait; w != nil {
-		if !(*w >= 0 && *w <= dispatch.MaxPullWait.Seconds()) {
-			return nil, errorf(http.StatusBadRequest, "wait: must be 0..%d seconds, got %v", int(dispatch.MaxPullWait.Seconds()), *w)
+	if req.Wait != nil {
+		wait, err := seconds("wait", req.Wait, dispatch.MaxPullWait.Seconds(), true)
+		if err != nil {
+			return nil, err
 		}
-		p.Wait = time.Duration(*w * float64(time.Second))
+		p.Wait = wait
 	}
-	if l := req.Lease; l != nil {
-		if !(*l >= 1 && *l <= dispatch.MaxLease.Seconds()) {
-			return nil, errorf(http.StatusBadRequest, "lease: must be 1..%d seconds, got %v", int(dispatch.MaxLease.Seconds()), *l)
+	if req.Lease != nil {
+		lease, err := leaseSeconds(*req.Lease)
+		if err != nil {
+			return nil, err
 		}
-		p.Lease = time.Duration(*l * float64(time.Second))
+		p.Lease = lease
 	}
 	q, err := a.cfg.Store.QueueGet(r.Context(), name)
 	if err != nil {

@@ -158,31 +158,24 @@ func (a *API) putSchedule(r *http.Request) (any, error) {
 	if err := a.allowCategory(ctx, req.Category); err != nil {
 		return nil, err
 	}
-	if req.URL == "" {
-		// The queue is the one the category routes to now; should it
-		// become a push queue, the schedule's runs are skipped and say
-		// why.
+	if req.URL == "" || req.ConcurrencyKey != nil {
+		// Both are checked against the queue the category routes to
+		// now; should it become a push queue (no url) or a pull queue (a
+		// concurrency key), the schedule's runs are skipped and say why.
 		d, err := a.cfg.Enqueue.Route(ctx, req.Category)
 		var ue *enqueue.UnroutableError
 		switch {
-		case errors.As(err, &ue):
+		case errors.As(err, &ue) && req.URL == "":
 			return nil, errorf(http.StatusBadRequest, "url: required unless the category routes to a pull queue, and %v", ue)
+		case errors.As(err, &ue):
+			// With a url, a category that routes nowhere yet is
+			// accepted: its runs are skipped until it does.
 		case err != nil:
 			return nil, err
-		}
-		if err := badRequest(validate.JobURL(req.URL, d.Queue, d.Pull)); err != nil {
-			return nil, err
-		}
-	}
-	if req.ConcurrencyKey != nil {
-		// Checked against the queue the category routes to now; should it
-		// become a pull queue, the runs are skipped and say why.
-		d, err := a.cfg.Enqueue.Route(ctx, req.Category)
-		if err == nil {
-			err = badRequest(validate.JobKey(*req.ConcurrencyKey, d.Queue, d.Pull))
-		}
-		if err != nil && !errors.As(err, new(*enqueue.UnroutableError)) {
-			return nil, err
+		default:
+			if err := badRequest(validate.JobQueue(req.URL, valueOr(req.ConcurrencyKey, ""), d.Queue, d.Pull)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	climit := 0

@@ -219,6 +219,44 @@ func TestSchedule_BadInput(t *testing.T) {
 	}
 }
 
+// TestSchedule_CheckedAgainstItsQueue: a schedule's url and concurrency
+// key are checked against the queue its category routes to now; a
+// category that routes nowhere is refused only without a url.
+func TestSchedule_CheckedAgainstItsQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), nil) // no default queue
+	b.ok(t, "PUT", "/queue/push", "", nil)
+	b.ok(t, "PUT", "/queue/pull", `{"delivery":"pull"}`, nil)
+	b.ok(t, "PUT", "/routing/pushed", `{"queue_name":"push"}`, nil)
+	b.ok(t, "PUT", "/routing/pulled", `{"queue_name":"pull"}`, nil)
+	const url = `"url":"http://127.0.0.1:1/"`
+	for _, tc := range []struct {
+		name, body, field string // field "" for 200
+	}{
+		{"PushWithURL", `"category":"pushed",` + url, ""},
+		{"PushWithoutURL", `"category":"pushed"`, "url:"},
+		{"PushWithKey", `"category":"pushed","concurrency_key":"k",` + url, ""},
+		{"PullWithoutURL", `"category":"pulled"`, ""},
+		{"PullWithKey", `"category":"pulled","concurrency_key":"k"`, "concurrency_key:"},
+		{"PullWithURLAndKey", `"category":"pulled","concurrency_key":"k",` + url, "concurrency_key:"},
+		{"NowhereWithoutURL", `"category":"nowhere"`, "url:"},
+		{"NowhereWithKey", `"category":"nowhere","concurrency_key":"k",` + url, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := b.do(t, "PUT", "/schedule/"+tc.name, `{"cron":"@daily",`+tc.body+`}`)
+			if tc.field == "" {
+				if res.status != http.StatusOK {
+					t.Errorf("status %d, want 200; body %s", res.status, res.body)
+				}
+				return
+			}
+			if msg := errorMessage(t, res, http.StatusBadRequest); !strings.HasPrefix(msg, tc.field) {
+				t.Errorf("error %q does not start with %q", msg, tc.field)
+			}
+		})
+	}
+}
+
 // FuzzSchedule_Put sends arbitrary cron specs and zones: the answer is a
 // 200 or a 400 naming the field, never a 5xx.
 func FuzzSchedule_Put(f *testing.F) {

@@ -320,9 +320,9 @@ func TestLeaseRoutes_BadInput(t *testing.T) {
 		{name: "HeartbeatNoToken", path: "/job/1/heartbeat", body: `{"lease":10}`, field: "lease_token"},
 		{name: "HeartbeatTokenTooLong", path: "/job/1/heartbeat", body: `{"lease_token":"` + strings.Repeat("t", 129) + `","lease":10}`, field: "lease_token"},
 		{name: "HeartbeatTokenMalformed", path: "/job/1/heartbeat", body: `{"lease_token":"nope","lease":10}`, field: "lease_token"},
-		{name: "HeartbeatNoLease", path: "/job/1/heartbeat", body: `{` + tok + `}`, field: "lease"},
-		{name: "HeartbeatLeaseTooShort", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":0.5}`, field: "lease"},
-		{name: "HeartbeatLeaseTooLong", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":86401}`, field: "lease"},
+		{name: "HeartbeatNoLease", path: "/job/1/heartbeat", body: `{` + tok + `}`, field: "lease: required, seconds 1..86400"},
+		{name: "HeartbeatLeaseTooShort", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":0.5}`, field: "lease: must be 1..86400 seconds, got 0.5"},
+		{name: "HeartbeatLeaseTooLong", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":86401}`, field: "lease: must be 1..86400 seconds, got 86401"},
 		{name: "HeartbeatLeaseString", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":"10"}`, field: "lease"},
 		{name: "HeartbeatProgressAboveOne", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"progress":1.5}`, field: "progress"},
 		{name: "HeartbeatProgressNegative", path: "/job/1/heartbeat", body: `{` + tok + `,"lease":10,"progress":-0.1}`, field: "progress"},
@@ -336,6 +336,11 @@ func TestLeaseRoutes_BadInput(t *testing.T) {
 		{name: "CompleteRetryAfterNegative", path: "/job/1/complete", body: `{` + tok + `,"status":"failure","retry_after":-1}`, field: "retry_after"},
 		{name: "CompleteRetryAfterTooLong", path: "/job/1/complete", body: `{` + tok + `,"status":"failure","retry_after":2592001}`, field: "retry_after"},
 		{name: "CompleteEmptyBody", path: "/job/1/complete", body: ``, field: "body"},
+		// A lease request is checked before its queue is looked up.
+		{name: "LeaseWaitNegative", path: "/queue/q/lease", body: `{"wait":-1}`, field: "wait: must be 0..30 seconds, got -1"},
+		{name: "LeaseWaitTooLong", path: "/queue/q/lease", body: `{"wait":30.5}`, field: "wait: must be 0..30 seconds, got 30.5"},
+		{name: "LeaseLeaseTooShort", path: "/queue/q/lease", body: `{"lease":0.5}`, field: "lease: must be 1..86400 seconds, got 0.5"},
+		{name: "LeaseLeaseTooLong", path: "/queue/q/lease", body: `{"lease":86401}`, field: "lease: must be 1..86400 seconds, got 86401"},
 	}
 	for i := range tests {
 		tests[i].method, tests[i].status = "POST", http.StatusBadRequest

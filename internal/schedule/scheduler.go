@@ -339,8 +339,9 @@ func jobOf(sc *store.Schedule, queue string) *store.JobInsertParams {
 }
 
 // route finds the queue of the schedule's category as POST /job/{category}
-// does. When there is none, or the schedule has no url and the queue
-// delivers by push, it returns why in unroutable, so that the run is
+// does. When there is none, or the queue cannot take the schedule's job
+// (no url on a push queue, a concurrency key on a pull queue:
+// validate.JobQueue), it returns why in unroutable, so that the run is
 // recorded as skipped with that reason.
 func (s *Scheduler) route(ctx context.Context, sc *store.Schedule) (queue, unroutable string, err error) {
 	d, err := s.cfg.Enqueue.Route(ctx, sc.Category)
@@ -348,10 +349,7 @@ func (s *Scheduler) route(ctx context.Context, sc *store.Schedule) (queue, unrou
 		return "", "routing: " + ue.Error(), nil
 	}
 	if err == nil {
-		if err := validate.JobURL(sc.URL, d.Queue, d.Pull); err != nil {
-			return "", err.Error(), nil
-		}
-		if err := validate.JobKey(sc.ConcurrencyKey, d.Queue, d.Pull); err != nil {
+		if err := validate.JobQueue(sc.URL, sc.ConcurrencyKey, d.Queue, d.Pull); err != nil {
 			return "", err.Error(), nil
 		}
 	}

@@ -33,6 +33,11 @@ const (
 	// MaxConcurrencyKeyLen fits a MySQL index of utf8mb4 (191 × 4 bytes).
 	MaxConcurrencyKeyLen = 191
 	MaxConcurrencyLimit  = 10000 // a key's jobs in delivery at once (max_workers' bound)
+	// MaxLeaseMessage bounds a heartbeat's or completion's message, in
+	// bytes. It is here, exported, so that the Go client's test can check
+	// the client's cut against it: the client itself imports only the
+	// standard library, and the Python client keeps its own copy.
+	MaxLeaseMessage = 4096
 )
 
 // Error is an input that fails a check; its message names the field:
@@ -205,6 +210,17 @@ func JobKey(ckey, queue string, pull bool) error {
 		return errorf("concurrency_key", "not on queue %q, which delivers by pull (per-key limits apply to push queues only)", queue)
 	}
 	return nil
+}
+
+// JobQueue checks that a job with url and concurrency key ckey ("" for
+// none) may go to queue, which delivers by pull when pull is set: its url
+// (JobURL), then its key (JobKey). Every door that routes a job checks
+// both, in this order, so that it gets the same answer from each.
+func JobQueue(url, ckey, queue string, pull bool) error {
+	if err := JobURL(url, queue, pull); err != nil {
+		return err
+	}
+	return JobKey(ckey, queue, pull)
 }
 
 // trace checks a job's own trace context. Unlike the headers of a

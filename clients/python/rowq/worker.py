@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 # A handler works on one leased job; see Client.work.
 Handler = Callable[[LeasedJob], None]
 
-# The server takes 4096 bytes of a completion's message.
+# The server takes 4096 bytes of a completion's message (MaxLeaseMessage
+# in internal/validate/validate.go); the Go client cuts at 4000 too.
 MAX_MESSAGE = 4000
 
 
