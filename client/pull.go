@@ -205,6 +205,18 @@ func (w *Worker) work(ctx context.Context, j *rowqtype.LeasedJob, lease time.Dur
 // the Python client's cut too (MAX_MESSAGE).
 const maxCompletionMessage = 4000
 
+// completionMessage is msg as the server gets it, at most
+// maxCompletionMessage bytes: invalid UTF-8 is replaced first, as JSON
+// would send it (each bad byte a 3-byte U+FFFD), so that what is measured
+// is what is sent; then it is cut on a character's boundary.
+func completionMessage(msg string) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	if len(msg) > maxCompletionMessage {
+		msg = strings.ToValidUTF8(msg[:maxCompletionMessage], "")
+	}
+	return msg
+}
+
 // complete reports the handler's result err, trying again while the
 // server is away, for at most the lease.
 func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error, lease time.Duration, log *slog.Logger) {
@@ -216,10 +228,7 @@ func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error,
 	case err != nil:
 		done.Status, done.Message = "failure", err.Error()
 	}
-	if len(done.Message) > maxCompletionMessage {
-		// Cut on a character's boundary.
-		done.Message = strings.ToValidUTF8(done.Message[:maxCompletionMessage], "")
-	}
+	done.Message = completionMessage(done.Message)
 	wait := 100 * time.Millisecond
 	for deadline := time.Now().Add(lease); ; {
 		_, err := w.Client.Complete(ctx, j.ID, done)

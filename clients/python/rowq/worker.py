@@ -19,6 +19,13 @@ Handler = Callable[[LeasedJob], None]
 MAX_MESSAGE = 4000
 
 
+def cut_message(message: str) -> str:
+    """message as at most MAX_MESSAGE bytes of UTF-8, cut on a character's
+    boundary; a lone surrogate (from surrogateescape) becomes "?", which
+    UTF-8 cannot carry."""
+    return message.encode(errors="replace")[:MAX_MESSAGE].decode(errors="ignore")
+
+
 def work(
     client: Client,
     queue: str,
@@ -104,7 +111,7 @@ def _run(client: Client, job: LeasedJob, handler: Handler, lease: float, slots: 
     try:
         if not lost.is_set():
             if message is not None:
-                message = message.encode()[:MAX_MESSAGE].decode(errors="ignore")
+                message = cut_message(message)
             client.complete(job.id, job.lease_token, status, message=message)
     except RowqError:
         pass  # lost meanwhile (409), or the server is away: the lease runs out and the job is retried

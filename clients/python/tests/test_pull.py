@@ -11,6 +11,15 @@ import rowq
 from support import client, eventually, unique
 
 
+class CutMessageTest(unittest.TestCase):
+    def test_fits_the_server(self) -> None:
+        for message in ["boom", "é" * 5000, "x" * 3999 + "é", "bad \udcff name" * 500]:
+            cut = rowq.worker.cut_message(message)
+            self.assertLessEqual(len(cut.encode()), 4096, message[:20])
+            if len(message.encode(errors="replace")) <= rowq.worker.MAX_MESSAGE:
+                self.assertEqual(cut, message.replace("\udcff", "?"))
+
+
 class PullTest(unittest.TestCase):
     c: rowq.Client
 
