@@ -18,11 +18,16 @@ type OutboxReject struct {
 	Priority   *int    `json:"priority"`
 	UniqueKey  *string `json:"unique_key"`
 	// TraceParent and TraceState are the row's W3C trace context columns.
-	TraceParent *string   `json:"traceparent"`
-	TraceState  *string   `json:"tracestate"`
-	CreatedAt   time.Time `json:"created_at"` // when the row was inserted
-	Reason      string    `json:"reason"`     // names the column: "url: required"
-	RejectedAt  time.Time `json:"rejected_at"`
+	TraceParent *string `json:"traceparent"`
+	TraceState  *string `json:"tracestate"`
+	// ConcurrencyKey, ConcurrencyLimit and Ordered are the row's per-key
+	// concurrency columns.
+	ConcurrencyKey   *string   `json:"concurrency_key"`
+	ConcurrencyLimit *int      `json:"concurrency_limit"`
+	Ordered          *bool     `json:"ordered"`
+	CreatedAt        time.Time `json:"created_at"` // when the row was inserted
+	Reason           string    `json:"reason"`     // names the column: "url: required"
+	RejectedAt       time.Time `json:"rejected_at"`
 }
 
 // OutboxRejectPage is one page of the outbox's rejects, oldest first;

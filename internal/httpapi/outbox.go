@@ -48,6 +48,7 @@ func ToOutboxReject(rj *store.OutboxReject) *rowqtype.OutboxReject {
 		ID: rj.ID, OutboxID: row.ID, Category: row.Category, URL: row.URL, Payload: row.Payload,
 		RunAfter: row.RunAfter, MaxRetries: row.MaxRetries, RetryDelay: row.RetryDelay, Timeout: row.Timeout,
 		Priority: row.Priority, UniqueKey: row.UniqueKey, TraceParent: row.TraceParent, TraceState: row.TraceState,
+		ConcurrencyKey: row.ConcurrencyKey, ConcurrencyLimit: row.ConcurrencyLimit, Ordered: row.Ordered,
 		CreatedAt: row.CreatedAt, Reason: rj.Reason, RejectedAt: rj.RejectedAt,
 	}
 }

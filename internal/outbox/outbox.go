@@ -441,7 +441,8 @@ func (m *Mover) check(ctx context.Context, r *store.OutboxRow) (*store.JobInsert
 		return nil, err.Error(), nil
 	}
 	req := &rowqtype.JobRequest{RunAfter: r.RunAfter, MaxRetries: r.MaxRetries, RetryDelay: r.RetryDelay,
-		Timeout: r.Timeout, Priority: r.Priority, UniqueKey: r.UniqueKey, TraceParent: r.TraceParent, TraceState: r.TraceState}
+		Timeout: r.Timeout, Priority: r.Priority, UniqueKey: r.UniqueKey, TraceParent: r.TraceParent, TraceState: r.TraceState,
+		ConcurrencyKey: r.ConcurrencyKey, ConcurrencyLimit: r.ConcurrencyLimit, Ordered: r.Ordered}
 	if r.URL != nil {
 		req.URL = *r.URL
 	}
@@ -465,7 +466,11 @@ func (m *Mover) check(ctx context.Context, r *store.OutboxRow) (*store.JobInsert
 	case err != nil:
 		return nil, "", fmt.Errorf("route outbox row %d: %w", r.ID, err)
 	}
-	if err := validate.JobURL(req.URL, dest.Queue, dest.Pull); err != nil {
+	var ckey string
+	if r.ConcurrencyKey != nil {
+		ckey = *r.ConcurrencyKey
+	}
+	if err := validate.JobQueue(req.URL, ckey, dest.Queue, dest.Pull); err != nil {
 		return nil, err.Error(), nil
 	}
 	return validate.JobParams(dest.Queue, r.Category, req), "", nil

@@ -336,3 +336,78 @@ func TestOutbox_RestrictedUser(t *testing.T) {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// TestOutbox_KeyedRows: an outbox row takes a concurrency key, limit and
+// ordering as POST /job does. The rows of an ordered key, written in one
+// transaction, are delivered one at a time in their order, the first's
+// failed try holding the others back; a keyed row routed to a pull queue,
+// a limit of 0 and a limit without a key are rejected, naming the column.
+func TestOutbox_KeyedRows(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		var (
+			mu    sync.Mutex
+			order []string
+		)
+		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
+			mu.Lock()
+			order = append(order, body)
+			mu.Unlock()
+			if body == "o1" && attempt == 1 {
+				return 500, `{"status":"failure"}`, 0
+			}
+			return 200, `{"status":"success"}`, 20 * time.Millisecond
+		})
+		url := dbtest.URL(t, dialect)
+		s := startNode(t, url, nil)
+		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 20, "polling_interval": 200})
+		setupQueue(t, s, "p", "pulled", map[string]any{"delivery": "pull"})
+		testworker.WaitFor(t, 10*time.Second, "the node moves the outbox", s.MovesOutbox)
+		app := dbtest.AppDB(t, url, 1)
+		insert := dbtest.Rebind(dialect, `INSERT INTO rowq_outbox (category, url, payload, max_retries, retry_delay,
+			concurrency_key, concurrency_limit, ordered) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		rows := []struct {
+			category, payload string
+			key, limit        any
+			ordered           any
+			reason            string // "" for a valid row
+		}{
+			{"cat", `"o1"`, "order:7", nil, true, ""},
+			{"cat", `"o2"`, "order:7", nil, true, ""},
+			{"cat", `"o3"`, "order:7", 1, true, ""},
+			{"pulled", `"p"`, "order:7", nil, nil, "concurrency_key: not on queue \"p\", which delivers by pull"},
+			{"cat", `"zero"`, "k", 0, nil, "concurrency_limit: must be 1..10000, got 0"},
+			{"cat", `"nokey"`, nil, 2, nil, "concurrency_limit: only with concurrency_key"},
+		}
+		tx := begin(t, app)
+		for _, r := range rows {
+			if _, err := tx.ExecContext(t.Context(), insert, r.category, w.URL, r.payload, 3, 1, r.key, r.limit, r.ordered); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit(t, tx)
+		testworker.WaitFor(t, 20*time.Second, "the ordered rows' deliveries", func() bool { return w.Count("o3") == 1 })
+		mu.Lock()
+		if got, want := strings.Join(order, " "), "o1 o1 o2 o3"; got != want {
+			t.Errorf("deliveries in the order %s, want %s (o1 failed once, holding o2 and o3 back)", got, want)
+		}
+		mu.Unlock()
+		var page struct {
+			Rejects []struct {
+				Reason         string  `json:"reason"`
+				ConcurrencyKey *string `json:"concurrency_key"`
+			} `json:"rejects"`
+		}
+		testworker.WaitFor(t, 10*time.Second, "3 rejects", func() bool {
+			getJSON(t, s, "/outbox/rejects", &page)
+			return len(page.Rejects) == 3
+		})
+		for i, r := range page.Rejects {
+			if want := rows[3+i].reason; !strings.HasPrefix(r.Reason, want) {
+				t.Errorf("reject %d: reason %q, want it to start %q", i, r.Reason, want)
+			}
+		}
+		if k := page.Rejects[0].ConcurrencyKey; k == nil || *k != "order:7" {
+			t.Errorf("the pull row's reject keeps concurrency_key %v, want order:7", k)
+		}
+	})
+}

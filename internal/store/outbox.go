@@ -67,7 +67,12 @@ type OutboxRow struct {
 	// traceparent and tracestate fields of POST /job take it.
 	TraceParent *string
 	TraceState  *string
-	CreatedAt   time.Time // when the row was inserted (not committed)
+	// ConcurrencyKey, ConcurrencyLimit and Ordered are the job's per-key
+	// concurrency, as the fields of POST /job take them.
+	ConcurrencyKey   *string
+	ConcurrencyLimit *int
+	Ordered          *bool
+	CreatedAt        time.Time // when the row was inserted (not committed)
 }
 
 // OutboxJob is a job made of an outbox row.

@@ -453,6 +453,9 @@ class OutboxReject:
     rejected_at: datetime
     traceparent: Optional[str] = None
     tracestate: Optional[str] = None
+    concurrency_key: Optional[str] = None
+    concurrency_limit: Optional[int] = None
+    ordered: Optional[bool] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> OutboxReject:

@@ -13,8 +13,7 @@ import (
 
 // scanOutboxRow scans lead, then sqldb.OutboxCols into r, then tail.
 func scanOutboxRow(sc sqldb.Scanner, r *store.OutboxRow, lead []any, tail ...any) error {
-	return sc.Scan(append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
-		&r.Timeout, &r.Priority, &r.UniqueKey, &r.TraceParent, &r.TraceState, &r.CreatedAt), tail...)...)
+	return sc.Scan(append(append(append(lead, sqldb.OutboxDest(r)...), &r.CreatedAt), tail...)...)
 }
 
 // OutboxInsert inserts the rows with one multi-row INSERT.
@@ -105,12 +104,12 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 func insertRejects(ctx context.Context, tx *sql.Tx, rejects []store.OutboxRejectParams) error {
 	var q strings.Builder
 	q.WriteString(`/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects (outbox_id, ` + sqldb.OutboxCols + `, reason, rejected_at) VALUES `)
-	args := make([]any, 0, 14*len(rejects))
+	args := make([]any, 0, (sqldb.OutboxArgCount+3)*len(rejects))
 	for i, r := range rejects {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(" + sqldb.Placeholders(14) + ", NOW(6))")
+		q.WriteString("(" + sqldb.Placeholders(sqldb.OutboxArgCount+3) + ", NOW(6))")
 		args = append(append(append(args, r.Row.ID), sqldb.OutboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)

@@ -18,18 +18,24 @@ const OutboxChannel = "rowq_outbox"
 
 // outboxCols are the columns of rowq_outbox, in the order scanOutboxRow
 // scans them; rowq_outbox_rejects has them too (id as outbox_id).
-const outboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate, created_at"
+const outboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate, " +
+	"concurrency_key, concurrency_limit, ordered, created_at"
 
 // outboxDest are the destinations of lead, then outboxCols into r, then
 // tail.
 func outboxDest(r *store.OutboxRow, lead []any, tail ...any) []any {
 	return append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
-		&r.Timeout, &r.Priority, &r.UniqueKey, &r.TraceParent, &r.TraceState, &r.CreatedAt), tail...)
+		&r.Timeout, &r.Priority, &r.UniqueKey, &r.TraceParent, &r.TraceState,
+		&r.ConcurrencyKey, &r.ConcurrencyLimit, &r.Ordered, &r.CreatedAt), tail...)
 }
+
+// outboxArgCount is how many values outboxArgs gives.
+const outboxArgCount = 14
 
 // outboxArgs are the values an application writes in a row's columns.
 func outboxArgs(r *store.OutboxRow) []any {
-	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey, r.TraceParent, r.TraceState}
+	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey, r.TraceParent, r.TraceState,
+		r.ConcurrencyKey, r.ConcurrencyLimit, r.Ordered}
 }
 
 // values returns n rows of VALUES with width numbered parameters each,
@@ -61,14 +67,15 @@ func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error
 	if len(rows) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 11*len(rows))
+	args := make([]any, 0, outboxArgCount*len(rows))
 	for _, r := range rows {
 		args = append(args, outboxArgs(r)...)
 	}
 	_, err := retry(ctx, func() (struct{}, error) {
 		_, err := s.pool.Exec(ctx, `/* rowq:outbox.insert */ INSERT INTO rowq_outbox
-			(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate)
-			VALUES `+values(len(rows), 11, ""), args...)
+			(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate,
+			 concurrency_key, concurrency_limit, ordered)
+			VALUES `+values(len(rows), outboxArgCount, ""), args...)
 		return struct{}{}, err
 	})
 	if err != nil {
@@ -118,12 +125,12 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 			out.Jobs = jobs
 		}
 		if len(rejects) > 0 {
-			args := make([]any, 0, 14*len(rejects))
+			args := make([]any, 0, (outboxArgCount+3)*len(rejects))
 			for _, r := range rejects {
 				args = append(append(append(args, r.Row.ID), outboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
 			}
 			if _, err := tx.Exec(ctx, `/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects
-				(outbox_id, `+outboxCols+`, reason, rejected_at) VALUES `+values(len(rejects), 14, ", now()"), args...); err != nil {
+				(outbox_id, `+outboxCols+`, reason, rejected_at) VALUES `+values(len(rejects), outboxArgCount+3, ", now()"), args...); err != nil {
 				return err
 			}
 			out.Rejected = len(rejects)

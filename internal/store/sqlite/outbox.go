@@ -13,8 +13,7 @@ import (
 // outboxDest are the destinations of lead, then sqldb.OutboxCols into r (the
 // time into *created), then tail.
 func outboxDest(r *store.OutboxRow, created *int64, lead []any, tail ...any) []any {
-	return append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
-		&r.Timeout, &r.Priority, &r.UniqueKey, &r.TraceParent, &r.TraceState, created), tail...)
+	return append(append(append(lead, sqldb.OutboxDest(r)...), created), tail...)
 }
 
 // OutboxInsert inserts the rows with one multi-row INSERT.
@@ -79,7 +78,7 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 		}
 		for _, r := range rejects {
 			if _, err := tx.ExecContext(ctx, `/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects
-				(outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at) VALUES (`+sqldb.Placeholders(15)+`)`,
+				(outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at) VALUES (`+sqldb.Placeholders(sqldb.OutboxArgCount+4)+`)`,
 				append(append([]any{r.Row.ID}, sqldb.OutboxArgs(r.Row)...), r.Row.CreatedAt.UnixMicro(), r.Reason, now)...); err != nil {
 				return err
 			}

@@ -81,6 +81,9 @@ func outboxJob(r *store.OutboxRow, queue string) store.OutboxJob {
 	if r.UniqueKey != nil {
 		j.UniqueKey = *r.UniqueKey
 	}
+	if r.ConcurrencyKey != nil {
+		j.ConcurrencyKey, j.ConcurrencyLimit, j.Ordered = *r.ConcurrencyKey, *r.ConcurrencyLimit, *r.Ordered
+	}
 	return store.OutboxJob{OutboxID: r.ID, Job: j}
 }
 
@@ -91,9 +94,11 @@ func testOutboxInsertReadMove(t *testing.T, s store.Store) {
 	}
 	full := &store.OutboxRow{Category: "c", URL: ptr("http://a/1"), Payload: ptr(`{"n":1}`), RunAfter: ptr(0),
 		MaxRetries: ptr(3), RetryDelay: ptr(4), Timeout: ptr(5), Priority: ptr(-6), UniqueKey: ptr("k"),
-		TraceParent: ptr("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), TraceState: ptr("rojo=1")}
+		TraceParent: ptr("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), TraceState: ptr("rojo=1"),
+		ConcurrencyKey: ptr("order:7"), ConcurrencyLimit: ptr(1), Ordered: ptr(true)}
 	bare := &store.OutboxRow{Category: "c", URL: ptr("http://a/2")}
-	bad := &store.OutboxRow{Category: "bad category", Payload: ptr("not json"), TraceParent: ptr("00-bad")}
+	bad := &store.OutboxRow{Category: "bad category", Payload: ptr("not json"), TraceParent: ptr("00-bad"),
+		ConcurrencyLimit: ptr(0), Ordered: ptr(false)}
 	ok(t, s.OutboxInsert(ctx, []*store.OutboxRow{full, bare, bad}))
 	rows := must(s.OutboxRead(ctx, 10))(t)
 	if len(rows) != 3 || !(rows[0].ID < rows[1].ID && rows[1].ID < rows[2].ID) {
@@ -126,6 +131,10 @@ func testOutboxInsertReadMove(t *testing.T, s store.Store) {
 			t.Errorf("job %d = %+v (existing %v), want the job of outbox row %d", i, j, p.Existing, i)
 		}
 	}
+	// The ordered row's job is its key's head.
+	if heads := must(s.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: "q", Keys: []string{"order:7"}}))(t); heads["order:7"] != moved.Pushed[0].ID {
+		t.Errorf("heads of the outbox row's ordered key = %v, want order:7: %d", heads, moved.Pushed[0].ID)
+	}
 	if rest := must(s.OutboxRead(ctx, 10))(t); len(rest) != 0 {
 		t.Fatalf("outbox after the move holds %d rows, want 0", len(rest))
 	}
@@ -137,6 +146,8 @@ func testOutboxInsertReadMove(t *testing.T, s store.Store) {
 	if r.Row.ID != rows[2].ID || r.Reason != "category: use letters" || r.Row.Category != "bad category" ||
 		r.Row.Payload == nil || *r.Row.Payload != "not json" || r.Row.URL != nil || r.RejectedAt.IsZero() ||
 		r.Row.TraceParent == nil || *r.Row.TraceParent != "00-bad" || r.Row.TraceState != nil ||
+		r.Row.ConcurrencyKey != nil || r.Row.ConcurrencyLimit == nil || *r.Row.ConcurrencyLimit != 0 ||
+		r.Row.Ordered == nil || *r.Row.Ordered ||
 		!r.Row.CreatedAt.Equal(rows[2].CreatedAt) {
 		t.Fatalf("reject = %+v (row %+v), want outbox row %d as it was, with its reason", r, r.Row, rows[2].ID)
 	}
@@ -157,11 +168,16 @@ func outboxFields(r *store.OutboxRow) []any {
 			if v != nil {
 				return *v
 			}
+		case *bool:
+			if v != nil {
+				return *v
+			}
 		}
 		return nil
 	}
 	return []any{r.Category, show(r.URL), show(r.Payload), show(r.RunAfter), show(r.MaxRetries), show(r.RetryDelay),
-		show(r.Timeout), show(r.Priority), show(r.UniqueKey), show(r.TraceParent), show(r.TraceState)}
+		show(r.Timeout), show(r.Priority), show(r.UniqueKey), show(r.TraceParent), show(r.TraceState),
+		show(r.ConcurrencyKey), show(r.ConcurrencyLimit), show(r.Ordered)}
 }
 
 // testOutboxMoveOnce moves rows that a move took already: nothing is
