@@ -49,8 +49,12 @@ type Options struct {
 	Rate        float64 // jobs per second offered, spread over the nodes
 	Duration    time.Duration
 	MaxWorkers  int
-	Faults      []string // kinds, taking turns, one every Every
-	Every       time.Duration
+	// Keys, when > 0, spreads the jobs over this many concurrency keys
+	// ("k<seq mod Keys>"), each with KeyLimit: the faults then meet parked
+	// jobs and per-key counts (docs/flow-control.md).
+	Keys, KeyLimit int
+	Faults         []string // kinds, taking turns, one every Every
+	Every          time.Duration
 	// StopFor is how long a stopped node stays stopped.
 	StopFor time.Duration
 	// WorkerFaultFor is how long a worker fault lasts.
@@ -92,6 +96,8 @@ func (o *Options) Validate() error {
 	check(o.Rate > 0 && o.Rate <= 100000, "rate: must be in (0, 100000], got %v", o.Rate)
 	check(o.Duration >= time.Second, "duration: must be at least 1s, got %v", o.Duration)
 	check(o.MaxWorkers >= 1 && o.MaxWorkers <= 10000, "max-workers: must be 1..10000, got %d", o.MaxWorkers)
+	check(o.Keys >= 0, "keys: must not be negative, got %d", o.Keys)
+	check(o.Keys == 0 || o.KeyLimit >= 1 && o.KeyLimit <= 10000, "key-limit: must be 1..10000, got %d", o.KeyLimit)
 	check(o.Every >= 100*time.Millisecond, "every: must be at least 100ms, got %v", o.Every)
 	if slices.Contains(o.Faults, FaultStop) {
 		check(o.StopFor < o.Every, "stop-for: must be shorter than every (%v), so that stops do not overlap, got %v", o.Every, o.StopFor)
@@ -168,6 +174,8 @@ type Result struct {
 	Rate         float64 `json:"rate"`
 	DurationS    float64 `json:"duration_s"`
 	Faults       string  `json:"faults"`
+	Keys         int     `json:"keys,omitempty"`
+	KeyLimit     int     `json:"key_limit,omitempty"`
 	EveryS       float64 `json:"every_s"`
 	NodeTTLS     float64 `json:"node_ttl_s"`
 	GrabLeaseS   float64 `json:"grab_lease_s"`
@@ -484,6 +492,9 @@ func (r *run) push(ctx context.Context, seq int) {
 	timeout := int(r.o.JobTimeout / time.Second)
 	req := &rowqtype.JobRequest{URL: r.w.url + "/job", Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`),
 		MaxRetries: new(100), RetryDelay: new(1), Timeout: &timeout}
+	if r.o.Keys > 0 {
+		req.ConcurrencyKey, req.ConcurrencyLimit = new("k"+strconv.Itoa(seq%r.o.Keys)), &r.o.KeyLimit
+	}
 	if _, err := n.api.PushJob(ctx, r.category, req); err != nil {
 		var ce *client.Error
 		var ne net.Error

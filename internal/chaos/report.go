@@ -19,7 +19,7 @@ func (r *run) report() *Result {
 	defer r.mu.Unlock()
 	res := &Result{
 		Database: dialect(r.o.DatabaseURL), Nodes: r.o.Nodes, Rate: r.o.Rate, DurationS: r.o.Duration.Seconds(),
-		Faults: strings.Join(r.o.Faults, ","), EveryS: r.o.Every.Seconds(),
+		Faults: strings.Join(r.o.Faults, ","), EveryS: r.o.Every.Seconds(), Keys: r.o.Keys, KeyLimit: r.o.KeyLimit,
 		NodeTTLS: r.o.NodeTTL.Seconds(), GrabLeaseS: r.o.GrabLease.Seconds(),
 		KillsSkipped: r.skipped, WorkerFaults: injected, EnqueueErrors: map[string]int{},
 		RefusedWithoutRetryAfter: r.refusedNoRetryAfter,

@@ -30,6 +30,8 @@ func chaosCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.Rate, "rate", 300, "jobs per second offered, spread over the nodes (POST /job)")
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long the load and the faults last")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 50, "max_workers of the load's queue")
+	fs.IntVar(&o.Keys, "keys", 0, "spread the jobs over this many concurrency keys (concurrency_key), each with --key-limit; 0: no keys")
+	fs.IntVar(&o.KeyLimit, "key-limit", 2, "concurrency_limit of the jobs' keys, with --keys")
 	fs.DurationVar(&o.Every, "every", 4*time.Second, "one fault this often")
 	fs.DurationVar(&o.StopFor, "stop-for", 5*time.Second, "how long a stop fault keeps the leader SIGSTOPped")
 	fs.DurationVar(&o.WorkerFaultFor, "worker-fault-for", 2*time.Second, "how long a worker fault lasts (every third delivery: hang past the timeout, garbage, 500, slow, reset)")
