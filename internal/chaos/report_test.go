@@ -185,3 +185,29 @@ func TestValidate_StopsMustNotOverlap(t *testing.T) {
 		t.Errorf("Validate with a 3 s stop every 4 s = %v, want no stop-for error", err)
 	}
 }
+
+// TestValidate_Keys: a negative count of keys, or a key limit out of
+// range with keys, is refused naming the flag; no keys need no limit.
+func TestValidate_Keys(t *testing.T) {
+	o := Options{Exe: "rowq", DatabaseURL: "sqlite://x.db", Nodes: 3, Rate: 100, Duration: time.Minute,
+		MaxWorkers: 10, Faults: []string{FaultKill}, Every: 4 * time.Second, JobTimeout: time.Second}
+	for _, c := range []struct {
+		keys, limit int
+		want        string // "" for valid
+	}{
+		{0, 0, ""},
+		{5, 1, ""},
+		{-1, 1, "keys:"},
+		{5, 0, "key-limit:"},
+		{5, 10001, "key-limit:"},
+	} {
+		o.Keys, o.KeyLimit = c.keys, c.limit
+		err := o.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("Validate with %d keys, limit %d = %v, want nil", c.keys, c.limit, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("Validate with %d keys, limit %d = %v, want an error naming %s", c.keys, c.limit, err, c.want)
+		}
+	}
+}
