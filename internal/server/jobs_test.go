@@ -14,16 +14,7 @@ import (
 // jobs but delivers none until resumed, and then delivers in priority order.
 func TestServer_PauseHoldsJobsAndResumeDispatches(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		var (
-			mu    sync.Mutex
-			order []string
-		)
-		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
-			mu.Lock()
-			order = append(order, body)
-			mu.Unlock()
-			return 200, `{"status":"success"}`, 0
-		})
+		w := testworker.New(t, nil)
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		setupQueue(t, s, "q", "cat", map[string]any{"max_workers": 1, "polling_interval": 50})
 		// Wait until this node leads the queue, so that a delivery would show.
@@ -42,9 +33,7 @@ func TestServer_PauseHoldsJobsAndResumeDispatches(t *testing.T) {
 			t.Fatalf("resume answered %v", out)
 		}
 		testworker.WaitFor(t, 20*time.Second, "4 deliveries after resume", func() bool { return w.Distinct() == 4 })
-		mu.Lock()
-		defer mu.Unlock()
-		if got, want := fmt.Sprint(order), "[p10-2 p3-3 p0-1 p-5-0]"; got != want {
+		if got, want := fmt.Sprint(w.Arrivals()), "[p10-2 p3-3 p0-1 p-5-0]"; got != want {
 			t.Fatalf("delivery order %s, want %s (priority, highest first)", got, want)
 		}
 	})

@@ -344,14 +344,7 @@ func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) 
 // a limit of 0 and a limit without a key are rejected, naming the column.
 func TestOutbox_KeyedRows(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
-		var (
-			mu    sync.Mutex
-			order []string
-		)
 		w := testworker.New(t, func(body string, attempt int) (int, string, time.Duration) {
-			mu.Lock()
-			order = append(order, body)
-			mu.Unlock()
 			if body == "o1" && attempt == 1 {
 				return 500, `{"status":"failure"}`, 0
 			}
@@ -386,11 +379,9 @@ func TestOutbox_KeyedRows(t *testing.T) {
 		}
 		commit(t, tx)
 		testworker.WaitFor(t, 20*time.Second, "the ordered rows' deliveries", func() bool { return w.Count("o3") == 1 })
-		mu.Lock()
-		if got, want := strings.Join(order, " "), "o1 o1 o2 o3"; got != want {
+		if got, want := strings.Join(w.Arrivals(), " "), "o1 o1 o2 o3"; got != want {
 			t.Errorf("deliveries in the order %s, want %s (o1 failed once, holding o2 and o3 back)", got, want)
 		}
-		mu.Unlock()
 		var page struct {
 			Rejects []struct {
 				Reason         string  `json:"reason"`

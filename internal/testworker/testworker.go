@@ -16,6 +16,7 @@ type Worker struct {
 	*httptest.Server
 	mu         sync.Mutex
 	deliveries map[string][]*Delivery // body → its deliveries in arrival order
+	arrivals   []string               // every delivery's body, in arrival order
 	open       int                    // deliveries not answered yet
 	answer     func(body string, attempt int) (status int, resp string, sleep time.Duration)
 	// onDelivery, if set, runs with mu held after each delivery is
@@ -42,6 +43,7 @@ func New(t testing.TB, answer func(body string, attempt int) (status int, resp s
 		d := &Delivery{At: time.Now(), By: r.UserAgent(), Header: r.Header.Clone()}
 		w.mu.Lock()
 		w.deliveries[body] = append(w.deliveries[body], d)
+		w.arrivals = append(w.arrivals, body)
 		attempt := len(w.deliveries[body])
 		w.open++
 		if w.onDelivery != nil {
@@ -90,6 +92,14 @@ func (w *Worker) Of(body string) []Delivery {
 		ds = append(ds, *d)
 	}
 	return ds
+}
+
+// Arrivals returns every delivery's body, in the order they arrived
+// (a body delivered twice is in it twice).
+func (w *Worker) Arrivals() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.arrivals...)
 }
 
 // Count returns how often body was delivered.

@@ -19,29 +19,30 @@ var keyTests = []conformanceTest{
 	{"Keys_Busy", testKeysBusy},
 }
 
-// insertKeyed inserts one job of queue per key ("" for none), in order, and
-// returns their ids.
+// insertKeyed inserts one job of queue per key ("" for none), each key
+// with a limit of 2, in order, and returns their ids.
 func insertKeyed(t *testing.T, s store.Store, queue string, keys ...string) []int64 {
 	t.Helper()
-	ps := make([]*store.JobInsertParams, len(keys))
-	for i, k := range keys {
-		ps[i] = &store.JobInsertParams{Queue: queue, Category: "cat", URL: "http://127.0.0.1:1/work", MaxRetries: 3}
-		if k != "" {
-			ps[i].ConcurrencyKey, ps[i].ConcurrencyLimit = k, 2
-		}
-	}
-	return must(s.JobsInsert(ctxT(t), ps))(t)
+	return insertKeys(t, s, queue, store.JobOptions{ConcurrencyLimit: 2}, keys...)
 }
 
-// insertOrdered inserts a job of each ordered key of keys into queue, an
-// unkeyed one for "", and returns their ids.
+// insertOrdered inserts one job of queue per ordered key ("" for an
+// unkeyed one), in order, and returns their ids.
 func insertOrdered(t *testing.T, s store.Store, queue string, keys ...string) []int64 {
+	t.Helper()
+	return insertKeys(t, s, queue, store.JobOptions{Ordered: true}, keys...)
+}
+
+// insertKeys inserts one job of queue per key, with opts ("" for an
+// unkeyed job, without them), and returns their ids.
+func insertKeys(t *testing.T, s store.Store, queue string, opts store.JobOptions, keys ...string) []int64 {
 	t.Helper()
 	ps := make([]*store.JobInsertParams, len(keys))
 	for i, k := range keys {
 		ps[i] = &store.JobInsertParams{Queue: queue, Category: "cat", URL: "http://127.0.0.1:1/work", MaxRetries: 3}
 		if k != "" {
-			ps[i].ConcurrencyKey, ps[i].Ordered = k, true
+			ps[i].JobOptions = opts
+			ps[i].ConcurrencyKey = k
 		}
 	}
 	return must(s.JobsInsert(ctxT(t), ps))(t)
