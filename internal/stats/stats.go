@@ -363,6 +363,8 @@ func (s ownWrites) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[s
 	}
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
+	// Only the queues read get this node's counts: those p names (or
+	// every queue) that exist.
 	for q, c := range s.r.pending {
 		if qs := m[q]; qs != nil {
 			qs.Add(&c.StatsCounters)

@@ -13,8 +13,10 @@ type StatsStore interface {
 	// StatsAdd adds p.Node's counter deltas to its row of each queue and
 	// sets the row's gauges (busy workers, rates) and updated_at to now.
 	StatsAdd(ctx context.Context, p *StatsAddParams) error
-	// StatsGet returns the statistics of every queue that exists, or of
-	// p.Queue alone when it is set, keyed by queue name.
+	// StatsGet returns the statistics of every queue that exists, keyed
+	// by queue name; or, when p.Queues is set, of those of them that
+	// exist, so that a page of queues reads only its own rows; or, when
+	// p.Queue is set, of that queue alone.
 	StatsGet(ctx context.Context, p *StatsGetParams) (map[string]*QueueStats, error)
 	// StatsFold adds the rows of nodes that are not registered and have
 	// not written for p.OlderThan into the queue's node-less row ("") and
@@ -77,10 +79,25 @@ type StatsAddParams struct {
 // StatsGetParams are the arguments of StatsStore.StatsGet.
 type StatsGetParams struct {
 	Queue string // "" for every queue
+	// Queues, when not empty, are the queues to read (and Queue is not
+	// looked at): a page's worth, as MySQL and SQLite bind each name.
+	Queues []string
 	// Fresh is how recently a row must have been written for its gauges to
 	// count: a node that stopped writing no longer has busy workers or a
 	// rate.
 	Fresh time.Duration
+}
+
+// Names returns the queues p asks for: Queues, else Queue alone, else
+// nil for every queue.
+func (p *StatsGetParams) Names() []string {
+	switch {
+	case len(p.Queues) > 0:
+		return p.Queues
+	case p.Queue != "":
+		return []string{p.Queue}
+	}
+	return nil
 }
 
 // QueueStats are a queue's statistics summed over every node.

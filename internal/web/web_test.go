@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,11 +190,39 @@ func TestDashboard_Charts(t *testing.T) {
 		`−60 min`, `now`)
 }
 
+// statsAsked is a store that records the queues each StatsGet names.
+type statsAsked struct {
+	store.Store
+	mu    sync.Mutex
+	asked [][]string
+}
+
+func (s *statsAsked) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, p.Names())
+	s.mu.Unlock()
+	return s.Store.StatsGet(ctx, p)
+}
+
+// take returns the queues each StatsGet named since the last take.
+func (s *statsAsked) take() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asked := s.asked
+	s.asked = nil
+	return asked
+}
+
 // TestDashboard_QueuePages: the overview shows 500 queues a page, by name,
-// and links the next page.
+// links the next page, and reads the statistics of its page's queues only.
 func TestDashboard_QueuePages(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "sqlite") // paging is the store's QueueList, tested on every dialect
+	reads := &statsAsked{}
+	// Paging is the store's QueueList, tested on every dialect.
+	b := setupWith(t, "sqlite", func(cfg *web.Config, st store.Store) {
+		reads.Store = st
+		cfg.Store = reads
+	})
 	ctx := context.Background()
 	for i := range 520 {
 		if _, err := b.st.QueuePut(ctx, &store.Queue{Name: fmt.Sprintf("t%04d", i), PollingInterval: 200, MaxWorkers: 1}); err != nil {
@@ -205,10 +235,22 @@ func TestDashboard_QueuePages(t *testing.T) {
 	if strings.Contains(body, `id="queue-t0498"`) {
 		t.Error("/ui shows more than 500 queues")
 	}
+	if asked := reads.take(); len(asked) != 1 || len(asked[0]) != 500 || asked[0][0] != "idle" || asked[0][499] != "t0497" {
+		t.Errorf("/ui read stats %d times, of %d queues; want once, of idle … t0497", len(asked), len(slices.Concat(asked...)))
+	}
 	body = b.get(t, "/ui?after=t0497", http.StatusOK)
 	contains(t, "/ui?after=t0497", body, `id="queue-t0498"`, `id="queue-t0519"`, `<a href="/ui">First page</a>`)
 	if strings.Contains(body, `id="queue-mail"`) || strings.Contains(body, "Next 500") {
 		t.Error("/ui?after=t0497: not the last page")
+	}
+	if asked := reads.take(); len(asked) != 1 || len(asked[0]) != 22 || asked[0][0] != "t0498" {
+		t.Errorf("/ui?after=t0497 read the stats of %v, want once, of t0498 … t0519", asked)
+	}
+	// Past the last queue: no queue, so no read (naming none would read
+	// every queue's).
+	b.get(t, "/ui?after=zzz", http.StatusOK)
+	if asked := reads.take(); len(asked) != 0 {
+		t.Errorf("/ui?after=zzz read the stats of %v, want no read", asked)
 	}
 	body = b.get(t, "/ui?after=a%20b", http.StatusBadRequest)
 	contains(t, "/ui?after=a%20b", body, `after: name: &#34;a b&#34;: use letters`)

@@ -63,10 +63,11 @@ func (s *Store) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 }
 
 func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
-	where, args := "", []any{}
-	if p.Queue != "" {
-		where, args = " WHERE queue_name = ?", []any{p.Queue}
+	where, names := "", p.Names()
+	if len(names) > 0 {
+		where = " WHERE queue_name IN (" + sqldb.Placeholders(len(names)) + ")"
 	}
+	args := sqldb.StringArgs(names)
 	out := map[string]*store.QueueStats{}
 	rows, err := s.db.QueryContext(ctx, `/* rowq:stats.get */ SELECT q.name, q.max_workers,
 		EXISTS (SELECT 1 FROM nodes n WHERE n.id = q.leader AND n.expires_at > NOW(6))

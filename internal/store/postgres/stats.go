@@ -61,13 +61,19 @@ func (s *Store) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 }
 
 func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
-	// $1 is the queue, '' for all.
+	// The statements filter only when p asks for some queues, so that
+	// reading them walks only their part of each index (a generic plan of
+	// "$1 IS NULL OR …" would walk all of it), with the names as $1.
+	where, args := "", []any{}
+	if names := p.Names(); len(names) > 0 {
+		where, args = " WHERE queue_name = ANY($1)", []any{names}
+	}
 	qs, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
 		var q store.QueueStats
 		return &q, row.Scan(&q.Queue, &q.MaxWorkers, &q.Active)
 	}, `/* rowq:stats.get */ SELECT q.name, q.max_workers,
 		EXISTS (SELECT 1 FROM nodes n WHERE n.id = q.leader AND n.expires_at > now())
-		FROM queues q WHERE $1 = '' OR q.name = $1`, p.Queue)
+		FROM queues q`+strings.Replace(where, "queue_name", "q.name", 1), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +84,8 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	if len(out) == 0 {
 		return out, nil
 	}
+	// The freshness cutoff is the argument after the names, if any.
+	fresh := fmt.Sprintf("updated_at > now() - make_interval(secs => $%d)", len(args)+1)
 	sums, err := queryAll(ctx, s, func(row pgx.CollectableRow) (*store.QueueStats, error) {
 		var q store.QueueStats
 		return &q, row.Scan(&q.Queue, &q.Pushes, &q.Pops, &q.Successes, &q.Failures, &q.PermanentFailures, &q.Completes, &q.ElapsedMs, &q.WaitMs, &q.Cancels,
@@ -85,10 +93,10 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	}, `/* rowq:stats.get */ SELECT queue_name,
 		SUM(pushes)::bigint, SUM(pops)::bigint, SUM(successes)::bigint, SUM(failures)::bigint,
 		SUM(permanent_failures)::bigint, SUM(completes)::bigint, SUM(elapsed_ms)::bigint, SUM(wait_ms)::bigint, SUM(cancels)::bigint,
-		COALESCE(SUM(busy_workers) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)::integer,
-		COALESCE(SUM(pushes_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0),
-		COALESCE(SUM(pops_per_second) FILTER (WHERE updated_at > now() - make_interval(secs => $2)), 0)
-		FROM queue_stats WHERE $1 = '' OR queue_name = $1 GROUP BY queue_name`, p.Queue, p.Fresh.Seconds())
+		COALESCE(SUM(busy_workers) FILTER (WHERE `+fresh+`), 0)::integer,
+		COALESCE(SUM(pushes_per_second) FILTER (WHERE `+fresh+`), 0),
+		COALESCE(SUM(pops_per_second) FILTER (WHERE `+fresh+`), 0)
+		FROM queue_stats`+where+` GROUP BY queue_name`, append(args, p.Fresh.Seconds())...)
 	if err != nil {
 		return nil, err
 	}
@@ -97,14 +105,6 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 			q.StatsCounters, q.BusyWorkers, q.PushesPerSecond, q.PopsPerSecond = sum.StatsCounters, sum.BusyWorkers, sum.PushesPerSecond, sum.PopsPerSecond
 		}
 	}
-	// Two statements, so that counting one queue walks only its part of
-	// jobs_fetch.
-	countSQL := `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs GROUP BY queue_name`
-	args := []any{}
-	if p.Queue != "" {
-		countSQL = `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs WHERE queue_name = $1 GROUP BY queue_name`
-		args = append(args, p.Queue)
-	}
 	type count struct {
 		queue string
 		n     int64
@@ -112,7 +112,7 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	counts, err := queryAll(ctx, s, func(row pgx.CollectableRow) (count, error) {
 		var c count
 		return c, row.Scan(&c.queue, &c.n)
-	}, countSQL, args...)
+	}, `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs`+where+` GROUP BY queue_name`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // statsUpsertSQL adds counters and sets gauges of an existing row.
@@ -64,11 +65,17 @@ func (s *Store) StatsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 }
 
 func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[string]*store.QueueStats, error) {
+	// The statements filter only when p asks for some queues, so that
+	// reading them walks only their part of each index.
+	where, names := "", p.Names()
+	if len(names) > 0 {
+		where = " WHERE queue_name IN (" + sqldb.Placeholders(len(names)) + ")"
+	}
 	now := s.micros()
 	out := map[string]*store.QueueStats{}
 	rows, err := s.r.QueryContext(ctx, `/* rowq:stats.get */ SELECT q.name, q.max_workers,
-		EXISTS (SELECT 1 FROM nodes n WHERE n.id = q.leader AND n.expires_at > ?2)
-		FROM queues q WHERE ?1 = '' OR q.name = ?1`, p.Queue, now)
+		EXISTS (SELECT 1 FROM nodes n WHERE n.id = q.leader AND n.expires_at > ?)
+		FROM queues q`+strings.Replace(where, "queue_name", "q.name", 1), sqldb.StringArgs(names, now)...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +93,13 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	if len(out) == 0 {
 		return out, nil
 	}
+	fresh := now - p.Fresh.Microseconds()
 	rows, err = s.r.QueryContext(ctx, `/* rowq:stats.get */ SELECT queue_name,
 		SUM(pushes), SUM(pops), SUM(successes), SUM(failures), SUM(permanent_failures), SUM(completes), SUM(elapsed_ms), SUM(wait_ms), SUM(cancels),
-		TOTAL(CASE WHEN updated_at > ?2 THEN busy_workers ELSE 0 END),
-		TOTAL(CASE WHEN updated_at > ?2 THEN pushes_per_second ELSE 0 END),
-		TOTAL(CASE WHEN updated_at > ?2 THEN pops_per_second ELSE 0 END)
-		FROM queue_stats WHERE ?1 = '' OR queue_name = ?1 GROUP BY queue_name`, p.Queue, now-p.Fresh.Microseconds())
+		TOTAL(CASE WHEN updated_at > ? THEN busy_workers ELSE 0 END),
+		TOTAL(CASE WHEN updated_at > ? THEN pushes_per_second ELSE 0 END),
+		TOTAL(CASE WHEN updated_at > ? THEN pops_per_second ELSE 0 END)
+		FROM queue_stats`+where+` GROUP BY queue_name`, sqldb.StringArgs(names, fresh, fresh, fresh)...)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +123,8 @@ func (s *Store) statsGet(ctx context.Context, p *store.StatsGetParams) (map[stri
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	countSQL := `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs GROUP BY queue_name`
-	args := []any{}
-	if p.Queue != "" {
-		countSQL = `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs WHERE queue_name = ? GROUP BY queue_name`
-		args = append(args, p.Queue)
-	}
-	rows, err = s.r.QueryContext(ctx, countSQL, args...)
+	rows, err = s.r.QueryContext(ctx, `/* rowq:stats.outstanding */ SELECT queue_name, COUNT(*) FROM jobs`+where+` GROUP BY queue_name`,
+		sqldb.StringArgs(names)...)
 	if err != nil {
 		return nil, err
 	}

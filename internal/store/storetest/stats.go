@@ -10,6 +10,7 @@ import (
 // statsTests are the conformance tests of store.StatsStore.
 var statsTests = []conformanceTest{
 	{"Stats_AddSumsAcrossNodes", testStatsAdd},
+	{"Stats_GetSomeQueues", testStatsGetQueues},
 	{"Stats_FoldVanishedNodes", testStatsFold},
 }
 
@@ -73,6 +74,36 @@ func testStatsAdd(t *testing.T, s store.Store) {
 	stale := must(s.StatsGet(ctx, &store.StatsGetParams{Queue: "q1", Fresh: 10 * time.Millisecond}))(t)["q1"]
 	if stale.StatsCounters != want || stale.BusyWorkers != 0 || stale.PushesPerSecond != 0 {
 		t.Errorf("stale q1 = %+v, want counters kept and gauges zero", stale)
+	}
+}
+
+// testStatsGetQueues reads the statistics of some queues, as a page of
+// the dashboard's overview does: those that exist, summed over the nodes,
+// and none of the others.
+func testStatsGetQueues(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	for i, q := range []string{"qa", "qb", "qc"} {
+		putQueue(t, s, q)
+		n := int64(i + 1)
+		statsAdd(t, s, "a", &store.StatsDelta{Queue: q, StatsCounters: store.StatsCounters{Pushes: n, Completes: 10 * n}, BusyWorkers: 1})
+		statsAdd(t, s, "b", &store.StatsDelta{Queue: q, StatsCounters: store.StatsCounters{Pushes: 100 * n}, BusyWorkers: 2})
+		insert(t, s, q, i+1, 0)
+	}
+
+	some := must(s.StatsGet(ctx, &store.StatsGetParams{Queues: []string{"qa", "qc", "nope"}, Fresh: time.Minute}))(t)
+	if len(some) != 2 || some["qa"] == nil || some["qc"] == nil {
+		t.Fatalf("stats of qa, qc and nope = %+v, want qa and qc", some)
+	}
+	for q, n := range map[string]int64{"qa": 1, "qc": 3} {
+		got := some[q]
+		want := store.StatsCounters{Pushes: 101 * n, Completes: 10 * n}
+		if got.Queue != q || got.StatsCounters != want || got.BusyWorkers != 3 || got.Outstanding != n || got.MaxWorkers != 20 {
+			t.Errorf("%s = %+v, want counters %+v, 3 busy, %d outstanding, 20 workers", q, got, want, n)
+		}
+	}
+
+	if all := must(s.StatsGet(ctx, &store.StatsGetParams{Queues: []string{}, Fresh: time.Minute}))(t); len(all) != 3 {
+		t.Errorf("stats with no queues named = %+v, want all 3", all)
 	}
 }
 
