@@ -105,7 +105,7 @@ func explain(t *testing.T, s *Store, name, query string, args ...any) string {
 // order.
 func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	s := openExplain(t)
-	checkPlan(t, s, "key heads", keyHeadsSQL(2), "jobs_ordered", "q", "a", "b")
+	checkPlan(t, s, "key heads", keyHeadsSQL(2), "jobs_ordered", "a", "b", "q")
 	cond, keys := grabKeysCond(&store.JobsGrabParams{SkipKeys: []string{"a", "b"}})
 	checkPlan(t, s, "grab leaving keys out", keyedGrab(grabSelectSQL, cond), "jobs_fetch",
 		append([]any{nil, nil, "q", 0, 10, nil}, keys...)...)

@@ -3,17 +3,23 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-// keyHeadsSQL selects the oldest ordered job of each of n keys from
-// jobs_ordered (queue_name, concurrency_key, id) WHERE ordered, which holds
-// ordered jobs only.
+// keyHeadsSQL selects the oldest ordered job of each of n keys: per key,
+// the first entry of its range of jobs_ordered (queue_name,
+// concurrency_key, id) WHERE ordered, which holds ordered jobs only. (A
+// MIN(id) … GROUP BY concurrency_key would read every entry of the keys'
+// ranges: a key with a deep backlog made each head check as long as its
+// backlog.) Arguments: keys, queue.
 func keyHeadsSQL(n int) string {
-	return `/* rowq:jobs.key_heads */ SELECT concurrency_key, MIN(id) FROM jobs INDEXED BY jobs_ordered
-		WHERE queue_name = ? AND concurrency_key IN (` + sqldb.Placeholders(n) + `) AND ordered GROUP BY concurrency_key`
+	return `/* rowq:jobs.key_heads */ WITH k(key) AS (VALUES ` + strings.TrimSuffix(strings.Repeat("(?), ", n), ", ") + `)
+		SELECT key, head FROM (SELECT key, (SELECT id FROM jobs INDEXED BY jobs_ordered
+			WHERE queue_name = ? AND concurrency_key = k.key AND ordered ORDER BY id LIMIT 1) AS head FROM k)
+		WHERE head IS NOT NULL`
 }
 
 // keyBusySQL counts the keyed jobs in delivery that another node grabbed,
@@ -29,7 +35,7 @@ func (s *Store) JobsKeyHeads(ctx context.Context, p *store.JobsKeyHeadsParams) (
 	if len(p.Keys) == 0 {
 		return map[string]int64{}, nil
 	}
-	heads, err := sqldb.KeyCounts(ctx, s.r, keyHeadsSQL(len(p.Keys)), sqldb.StringArgs(p.Keys, p.Queue)...)
+	heads, err := sqldb.KeyCounts(ctx, s.r, keyHeadsSQL(len(p.Keys)), append(sqldb.StringArgs(p.Keys), p.Queue)...)
 	if err != nil {
 		return nil, fmt.Errorf("find the oldest jobs of %d keys of queue %q: %w", len(p.Keys), p.Queue, mapErr(err))
 	}
