@@ -142,6 +142,10 @@ type Dispatcher struct {
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[*store.Job, struct{}]
+	// heads groups the head checks of single ordered keys (keys.go) that
+	// come at once, from the ends of many keys' deliveries, into one
+	// statement per queue.
+	heads *batch.Batcher[keyAsk, int64]
 	// hostsDirty is set when a runner's worker hosts changed since the
 	// last saveHosts (flow.go).
 	hostsDirty atomic.Bool
@@ -238,6 +242,9 @@ func New(cfg Config) *Dispatcher {
 		_, err := cfg.Store.JobsComplete(ctx, p)
 		return make([]struct{}, len(jobs)), err
 	}, 500, ackGap)
+	d.heads = batch.New(func(ctx context.Context, asks []keyAsk) ([]int64, error) {
+		return keyHeads(ctx, cfg.Store, asks)
+	}, headsMax, 0)
 	d.holds = batch.New(func(ctx context.Context, jobs []store.JobDelay) ([]struct{}, error) {
 		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})
 		return make([]struct{}, len(jobs)), err
@@ -590,6 +597,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		}
 		d.hardStop()
 		d.complete.Close()
+		d.heads.Close()
 		d.holds.Close()
 		d.succeed.Close()
 		bg, cancel := context.WithTimeout(context.Background(), 5*time.Second)

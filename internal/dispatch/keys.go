@@ -370,25 +370,10 @@ func (r *runner) checkHeads(t *keyTable, jobs []*store.Job) []*store.Job {
 	if len(jobs) == 0 {
 		return nil
 	}
-	heads := map[string]int64{}
-	var err error
-	for c := range slices.Chunk(jobs, headsMax) {
-		keys := make([]string, len(c))
-		for i, j := range c {
-			keys[i] = j.ConcurrencyKey
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var got map[string]int64
-		got, err = r.d.cfg.Store.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: r.name, Keys: keys})
-		cancel()
-		if err != nil {
-			// They stay parked; the next kick tries again.
-			r.storeErr("find the oldest jobs of ordered keys", err)
-			break
-		}
-		for k, id := range got {
-			heads[k] = id
-		}
+	heads, err := r.keyHeads(jobs)
+	if err != nil {
+		// They stay parked; the next kick tries again.
+		r.storeErr("find the oldest jobs of ordered keys", err)
 	}
 	var out []*store.Job
 	t.mu.Lock()
@@ -399,6 +384,65 @@ func (r *runner) checkHeads(t *keyTable, jobs []*store.Job) []*store.Job {
 		}
 	}
 	return out
+}
+
+// keyHeads finds the head of each of jobs' keys. The check of one key
+// (the end of its delivery: keyEnd) goes with the checks of other keys'
+// ends at about the same time, in one statement (Dispatcher.heads).
+func (r *runner) keyHeads(jobs []*store.Job) (map[string]int64, error) {
+	heads := map[string]int64{}
+	if len(jobs) == 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id, err := r.d.heads.Do(ctx, keyAsk{queue: r.name, key: jobs[0].ConcurrencyKey})
+		heads[jobs[0].ConcurrencyKey] = id
+		return heads, err
+	}
+	for c := range slices.Chunk(jobs, headsMax) {
+		keys := make([]string, len(c))
+		for i, j := range c {
+			keys[i] = j.ConcurrencyKey
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		got, err := r.d.cfg.Store.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: r.name, Keys: keys})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for k, id := range got {
+			heads[k] = id
+		}
+	}
+	return heads, nil
+}
+
+// keyAsk is a head check of one key of a queue (Dispatcher.heads).
+type keyAsk struct{ queue, key string }
+
+// keyHeads answers asks with one JobsKeyHeads per queue among them: each
+// ask's head, 0 for none.
+func keyHeads(ctx context.Context, st store.Store, asks []keyAsk) ([]int64, error) {
+	keys := map[string][]string{}
+	for _, a := range asks {
+		if !slices.Contains(keys[a.queue], a.key) {
+			keys[a.queue] = append(keys[a.queue], a.key)
+		}
+	}
+	heads := map[keyAsk]int64{}
+	for q, ks := range keys {
+		got, err := st.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: q, Keys: ks})
+		if err != nil {
+			return nil, err
+		}
+		for k, id := range got {
+			heads[keyAsk{q, k}] = id
+		}
+	}
+	out := make([]int64, len(asks))
+	for i, a := range asks {
+		out[i] = heads[a]
+	}
+	return out, nil
 }
 
 // keyEnd frees the key slot of j, whose delivery ended (accepted: in a
