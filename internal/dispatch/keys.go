@@ -27,10 +27,14 @@ import (
 //     it held goes on with the key's next parked job, with no statement
 //     between; a key that gets room without a slot in hand is ready, and
 //     the run loop starts its jobs in free slots.
-//   - An ordered key's job goes only if it is the oldest job of its key
-//     still in the queue (store.JobsKeyHeads: one statement for a grab's
-//     ordered keys): a retried head waits with a later next_try and is
-//     still the oldest, so its successors stay parked.
+//   - An ordered key's job goes only if it is the oldest ordered job of its
+//     key still in the queue (store.JobsKeyHeads: one statement for a
+//     grab's ordered keys, and one per queue for the keys whose deliveries
+//     end at about the same time, Dispatcher.heads): a retried head waits
+//     with a later next_try and is still the oldest, so its successors
+//     stay parked. The check follows the commit of the predecessor's
+//     success, so that a crash never delivers a job again after its
+//     successor.
 //   - The table is made the first time the runner meets a keyed job, with
 //     one statement (store.JobsKeyBusy) counting the keyed jobs other nodes
 //     hold and the leases (a worker that accepted a job works on it still):
