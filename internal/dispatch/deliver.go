@@ -92,11 +92,7 @@ func (r *runner) ackLater(log *slog.Logger, j *store.Job, elapsed time.Duration)
 			_, err := d.complete.Do(ctx, j)
 			return err
 		})
-		if err == nil {
-			d.cfg.Stats.Delivered(r.name, stats.Success, elapsed)
-		} else if d.deliverCtx.Err() == nil {
-			log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
-		}
+		r.recorded(log, stats.Success, elapsed, err)
 	}()
 	return true
 }
@@ -192,13 +188,17 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 			return err
 		})
 	}
-	if err == nil {
-		// Counted once recorded: a delivery whose outcome was lost is
-		// delivered, and counted, again.
-		d.cfg.Stats.Delivered(r.name, outcome, elapsed)
-	}
-	if err != nil && d.deliverCtx.Err() == nil {
+	r.recorded(log, outcome, elapsed, err)
+	return false
+}
+
+// recorded counts a delivery whose outcome the store recorded (err nil):
+// a delivery whose outcome was lost is delivered, and counted, again.
+func (r *runner) recorded(log *slog.Logger, outcome stats.Outcome, elapsed time.Duration, err error) {
+	switch {
+	case err == nil:
+		r.d.cfg.Stats.Delivered(r.name, outcome, elapsed)
+	case r.d.deliverCtx.Err() == nil:
 		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
 	}
-	return false
 }

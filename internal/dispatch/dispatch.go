@@ -243,7 +243,7 @@ func New(cfg Config) *Dispatcher {
 		return make([]struct{}, len(jobs)), err
 	}, 500, ackGap)
 	d.heads = batch.New(func(ctx context.Context, asks []keyAsk) ([]int64, error) {
-		return keyHeads(ctx, cfg.Store, asks)
+		return headsOf(ctx, cfg.Store, asks)
 	}, headsMax, 0)
 	d.holds = batch.New(func(ctx context.Context, jobs []store.JobDelay) ([]struct{}, error) {
 		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})

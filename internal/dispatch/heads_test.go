@@ -10,10 +10,10 @@ import (
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
-// TestKeyHeads_OneStatementPerQueue: head checks of several keys of two
+// TestHeadsOf_OneStatementPerQueue: head checks of several keys of two
 // queues, one key asked twice and one with no job, are answered together,
 // each with its own key's oldest ordered job (0 for none).
-func TestKeyHeads_OneStatementPerQueue(t *testing.T) {
+func TestHeadsOf_OneStatementPerQueue(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -35,7 +35,7 @@ func TestKeyHeads_OneStatementPerQueue(t *testing.T) {
 			ids[keyAsk{q, "x"}], ids[keyAsk{q, "y"}] = got[0], got[1]
 		}
 		asks := []keyAsk{{"qa", "x"}, {"qb", "y"}, {"qa", "x"}, {"qa", "none"}, {"qb", "x"}, {"qa", "y"}}
-		heads, err := keyHeads(ctx, s, asks)
+		heads, err := headsOf(ctx, s, asks)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestKeyHeads_OneStatementPerQueue(t *testing.T) {
 			want[i] = ids[a]
 		}
 		if !slices.Equal(heads, want) {
-			t.Errorf("keyHeads(%v) = %v, want %v", asks, heads, want)
+			t.Errorf("headsOf(%v) = %v, want %v", asks, heads, want)
 		}
 	})
 }

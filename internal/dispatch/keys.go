@@ -394,28 +394,27 @@ func (r *runner) checkHeads(t *keyTable, jobs []*store.Job) []*store.Job {
 // (the end of its delivery: keyEnd) goes with the checks of other keys'
 // ends at about the same time, in one statement (Dispatcher.heads).
 func (r *runner) keyHeads(jobs []*store.Job) (map[string]int64, error) {
-	heads := map[string]int64{}
-	if len(jobs) == 1 {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		id, err := r.d.heads.Do(ctx, keyAsk{queue: r.name, key: jobs[0].ConcurrencyKey})
-		heads[jobs[0].ConcurrencyKey] = id
-		return heads, err
+	asks := make([]keyAsk, len(jobs))
+	for i, j := range jobs {
+		asks[i] = keyAsk{queue: r.name, key: j.ConcurrencyKey}
 	}
-	for c := range slices.Chunk(jobs, headsMax) {
-		keys := make([]string, len(c))
-		for i, j := range c {
-			keys[i] = j.ConcurrencyKey
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		got, err := r.d.cfg.Store.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: r.name, Keys: keys})
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		for k, id := range got {
-			heads[k] = id
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []int64
+	var err error
+	if len(asks) == 1 {
+		var id int64
+		id, err = r.d.heads.Do(ctx, asks[0])
+		ids = []int64{id}
+	} else {
+		ids, err = headsOf(ctx, r.d.cfg.Store, asks)
+	}
+	if err != nil {
+		return nil, err
+	}
+	heads := make(map[string]int64, len(asks))
+	for i, a := range asks {
+		heads[a.key] = ids[i]
 	}
 	return heads, nil
 }
@@ -423,23 +422,27 @@ func (r *runner) keyHeads(jobs []*store.Job) (map[string]int64, error) {
 // keyAsk is a head check of one key of a queue (Dispatcher.heads).
 type keyAsk struct{ queue, key string }
 
-// keyHeads answers asks with one JobsKeyHeads per queue among them: each
-// ask's head, 0 for none.
-func keyHeads(ctx context.Context, st store.Store, asks []keyAsk) ([]int64, error) {
+// headsOf answers asks with one JobsKeyHeads per queue among them (per
+// headsMax keys): each ask's head, 0 for none.
+func headsOf(ctx context.Context, st store.Store, asks []keyAsk) ([]int64, error) {
 	keys := map[string][]string{}
+	seen := map[keyAsk]bool{}
 	for _, a := range asks {
-		if !slices.Contains(keys[a.queue], a.key) {
+		if !seen[a] {
+			seen[a] = true
 			keys[a.queue] = append(keys[a.queue], a.key)
 		}
 	}
 	heads := map[keyAsk]int64{}
 	for q, ks := range keys {
-		got, err := st.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: q, Keys: ks})
-		if err != nil {
-			return nil, err
-		}
-		for k, id := range got {
-			heads[keyAsk{q, k}] = id
+		for c := range slices.Chunk(ks, headsMax) {
+			got, err := st.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: q, Keys: c})
+			if err != nil {
+				return nil, err
+			}
+			for k, id := range got {
+				heads[keyAsk{q, k}] = id
+			}
 		}
 	}
 	out := make([]int64, len(asks))

@@ -45,7 +45,7 @@ func forgetOrderedSQL(n int) string {
 func insertOrdered(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, ids []int64) error {
 	var args []any
 	for i, j := range jobs {
-		if j.Ordered && j.ConcurrencyKey != "" {
+		if orderedJob(j) {
 			args = append(args, ids[i], j.Queue, j.ConcurrencyKey)
 		}
 	}
@@ -60,8 +60,11 @@ func insertOrdered(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertPa
 // anyOrdered reports whether jobs hold an ordered job, whose insert then
 // takes a transaction (insertOrdered).
 func anyOrdered(jobs []*store.JobInsertParams) bool {
-	return slices.ContainsFunc(jobs, func(j *store.JobInsertParams) bool { return j.Ordered && j.ConcurrencyKey != "" })
+	return slices.ContainsFunc(jobs, orderedJob)
 }
+
+// orderedJob reports whether j goes in ordered_jobs.
+func orderedJob(j *store.JobInsertParams) bool { return j.Ordered && j.ConcurrencyKey != "" }
 
 // forgetOrdered deletes the ordered_jobs rows of those of ids whose job is
 // gone.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
 // OutboxChannel is the LISTEN/NOTIFY channel on which the outbox's
@@ -16,26 +17,13 @@ import (
 // inserted into rowq_outbox.
 const OutboxChannel = "rowq_outbox"
 
-// outboxCols are the columns of rowq_outbox, in the order scanOutboxRow
-// scans them; rowq_outbox_rejects has them too (id as outbox_id).
-const outboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate, " +
-	"concurrency_key, concurrency_limit, ordered, created_at"
-
-// outboxDest are the destinations of lead, then outboxCols into r, then
+// outboxDest are the destinations of lead, then sqldb.OutboxCols into r (ordered
+// as the boolean it is here), then
 // tail.
 func outboxDest(r *store.OutboxRow, lead []any, tail ...any) []any {
 	return append(append(lead, &r.Category, &r.URL, &r.Payload, &r.RunAfter, &r.MaxRetries, &r.RetryDelay,
 		&r.Timeout, &r.Priority, &r.UniqueKey, &r.TraceParent, &r.TraceState,
 		&r.ConcurrencyKey, &r.ConcurrencyLimit, &r.Ordered, &r.CreatedAt), tail...)
-}
-
-// outboxArgCount is how many values outboxArgs gives.
-const outboxArgCount = 14
-
-// outboxArgs are the values an application writes in a row's columns.
-func outboxArgs(r *store.OutboxRow) []any {
-	return []any{r.Category, r.URL, r.Payload, r.RunAfter, r.MaxRetries, r.RetryDelay, r.Timeout, r.Priority, r.UniqueKey, r.TraceParent, r.TraceState,
-		r.ConcurrencyKey, r.ConcurrencyLimit, r.Ordered}
 }
 
 // values returns n rows of VALUES with width numbered parameters each,
@@ -60,22 +48,20 @@ func values(n, width int, suffix string) string {
 
 // outboxReadSQL reads the first rows of the outbox: a walk of the primary
 // key from its start, which stops at the limit.
-const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + outboxCols + ` FROM rowq_outbox ORDER BY id LIMIT $1`
+const outboxReadSQL = `/* rowq:outbox.read */ SELECT id, ` + sqldb.OutboxCols + ` FROM rowq_outbox ORDER BY id LIMIT $1`
 
 // OutboxInsert inserts the rows with one multi-row INSERT.
 func (s *Store) OutboxInsert(ctx context.Context, rows []*store.OutboxRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	args := make([]any, 0, outboxArgCount*len(rows))
+	args := make([]any, 0, sqldb.OutboxArgCount*len(rows))
 	for _, r := range rows {
-		args = append(args, outboxArgs(r)...)
+		args = append(args, sqldb.OutboxArgs(r)...)
 	}
 	_, err := retry(ctx, func() (struct{}, error) {
-		_, err := s.pool.Exec(ctx, `/* rowq:outbox.insert */ INSERT INTO rowq_outbox
-			(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate,
-			 concurrency_key, concurrency_limit, ordered)
-			VALUES `+values(len(rows), outboxArgCount, ""), args...)
+		_, err := s.pool.Exec(ctx, `/* rowq:outbox.insert */ INSERT INTO rowq_outbox (`+sqldb.OutboxWritten+`)
+			VALUES `+values(len(rows), sqldb.OutboxArgCount, ""), args...)
 		return struct{}{}, err
 	})
 	if err != nil {
@@ -125,12 +111,12 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 			out.Jobs = jobs
 		}
 		if len(rejects) > 0 {
-			args := make([]any, 0, (outboxArgCount+3)*len(rejects))
+			args := make([]any, 0, (sqldb.OutboxArgCount+3)*len(rejects))
 			for _, r := range rejects {
-				args = append(append(append(args, r.Row.ID), outboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
+				args = append(append(append(args, r.Row.ID), sqldb.OutboxArgs(r.Row)...), r.Row.CreatedAt, r.Reason)
 			}
 			if _, err := tx.Exec(ctx, `/* rowq:outbox.reject */ INSERT INTO rowq_outbox_rejects
-				(outbox_id, `+outboxCols+`, reason, rejected_at) VALUES `+values(len(rejects), outboxArgCount+3, ", now()"), args...); err != nil {
+				(outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at) VALUES `+values(len(rejects), sqldb.OutboxArgCount+3, ", now()"), args...); err != nil {
 				return err
 			}
 			out.Rejected = len(rejects)
@@ -146,7 +132,7 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 // OutboxRejects lists rejects by id.
 func (s *Store) OutboxRejects(ctx context.Context, p *store.OutboxRejectsParams) ([]*store.OutboxReject, error) {
 	out, err := retry(ctx, func() ([]*store.OutboxReject, error) {
-		rows, _ := s.pool.Query(ctx, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+outboxCols+`, reason, rejected_at
+		rows, _ := s.pool.Query(ctx, `/* rowq:outbox.rejects */ SELECT id, outbox_id, `+sqldb.OutboxCols+`, reason, rejected_at
 			FROM rowq_outbox_rejects WHERE id > $1 ORDER BY id LIMIT $2`, p.After, p.Limit)
 		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.OutboxReject, error) {
 			var r store.OutboxReject

@@ -10,8 +10,11 @@ import (
 
 // OutboxCols are the columns of rowq_outbox but its id, in the order the
 // dialects scan them; rowq_outbox_rejects has them too.
-const OutboxCols = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate, " +
-	"concurrency_key, concurrency_limit, ordered, created_at"
+const OutboxCols = OutboxWritten + ", created_at"
+
+// OutboxWritten are the columns an application writes (OutboxArgs).
+const OutboxWritten = "category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate, " +
+	"concurrency_key, concurrency_limit, ordered"
 
 // OutboxReadSQL reads the first rows of the outbox: a walk of the primary
 // key from its start, which stops at the limit.
@@ -66,9 +69,7 @@ func (b intBool) Scan(src any) error {
 // its arguments.
 func OutboxInsertSQL(rows []*store.OutboxRow) (string, []any) {
 	var q strings.Builder
-	q.WriteString(`/* rowq:outbox.insert */ INSERT INTO rowq_outbox
-		(category, url, payload, run_after, max_retries, retry_delay, timeout, priority, unique_key, traceparent, tracestate,
-		 concurrency_key, concurrency_limit, ordered) VALUES `)
+	q.WriteString(`/* rowq:outbox.insert */ INSERT INTO rowq_outbox (` + OutboxWritten + `) VALUES `)
 	args := make([]any, 0, OutboxArgCount*len(rows))
 	for i, r := range rows {
 		if i > 0 {
