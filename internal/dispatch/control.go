@@ -52,17 +52,18 @@ func (d *Dispatcher) Later(queue string) {
 // A nudge is never passed on.
 func (d *Dispatcher) Nudged(queue string, settings bool) bool {
 	if settings {
-		d.refreshNow()
+		d.changed(queue)
 	}
 	return d.wakeLocal(queue)
 }
 
-// Changed tells that queue was created or its settings changed (the change
-// has committed): this node runs a leadership cycle now (it claims a new
-// queue, or re-reads its settings), and the queue's leader, if another
-// node, is nudged to do the same.
+// Changed tells that queue was created, deleted or its settings changed
+// (the change has committed): this node runs a leadership cycle now (it
+// claims a new queue, re-reads the changed settings, or stops the runner
+// of a deleted queue), and the queue's leader, if another node, is nudged
+// to do the same.
 func (d *Dispatcher) Changed(queue string) {
-	d.refreshNow()
+	d.changed(queue)
 	if d.cfg.Nudger != nil {
 		d.cfg.Nudger.Changed(queue)
 	}
@@ -83,6 +84,16 @@ func (d *Dispatcher) runner(queue string) *runner {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.runners[queue]
+}
+
+// changed asks for a leadership cycle now that reads the queues changed
+// since the last and asks after queue if that read does not return it
+// (deleted, or no longer led).
+func (d *Dispatcher) changed(queue string) {
+	d.mu.Lock()
+	d.recheck = addName(d.recheck, queue)
+	d.mu.Unlock()
+	d.refreshNow()
 }
 
 // refreshNow asks for a leadership cycle now instead of at the next tick,

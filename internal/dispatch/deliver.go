@@ -129,7 +129,7 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 		return false // the cancel removed the job
 	}
 	q := r.settings.Load()
-	r.flow.observe(j, &res, began, began.Add(elapsed), r.inflight.Load(), q.MaxDispatchesPerSecond)
+	r.flow.observe(j, &res, began, began.Add(elapsed), r.slots.inflight.Load(), q.MaxDispatchesPerSecond)
 	if res.Defer != nil && j.Deferrals >= maxDeferrals {
 		// Deferred enough: from now on an ordinary failure (flow.go).
 		if res.Status != StatusPermanentFailure {

@@ -5,21 +5,30 @@
 // retries or fails it by the worker's answer. It also extends its grabs
 // while deliveries run and rescues grabs whose holder vanished. A runner
 // with nothing to do parks, and one prober per node looks for work in all
-// parked queues at once (probe.go).
+// parked queues at once (probe.go); a parked runner with nothing to time
+// holds no goroutine.
 //
 // The Dispatcher is the node's one door to dispatching: the enqueue path,
 // the schedule loop and the API call Wake, Nudged, Changed and SetPaused
-// (control.go) and Reserve (handoff.go); it reaches the leaders of queues
-// on other nodes through a Nudger (internal/notify).
+// (control.go), Reserve (handoff.go), Pull (pull.go) and the lease calls
+// (lease.go); it reaches the leaders of queues on other nodes through a
+// Nudger (internal/notify). What it asks of the database is Store
+// (store.go).
 //
-// Files: dispatch.go the Dispatcher and its leadership cycle; runner.go a
-// queue's grab loop; slots.go worker slots; readahead.go jobs grabbed
-// ahead of free slots; deliver.go a slot's deliveries and their outcome;
-// protocol.go the HTTP request to a worker and its answer; flow.go flow
-// control per worker host (429/503 and Retry-After, circuit breaker); keys.go
-// per-key concurrency and ordering; lease.go accepted jobs: lease tokens,
-// heartbeats, completions, expiry; backoff.go retry delays; throttle.go
-// max_dispatches_per_second; probe.go the prober of parked queues.
+// Files: dispatch.go the Dispatcher and its leadership cycle; session.go
+// the node's database session and the reap of nodes whose session ended;
+// spread.go the spread of queues over the live nodes; control.go the
+// Dispatcher's face to the rest of the node; store.go the store methods
+// it calls; runner.go a queue's loop, its turns and its dormancy; slots.go
+// worker slots; readahead.go jobs grabbed ahead of free slots; handoff.go
+// jobs handed to a runner by the enqueue path; deliver.go a slot's
+// deliveries and their outcome; protocol.go the HTTP request to a worker
+// and its answer; flow.go flow control per worker host (429/503 and
+// Retry-After, circuit breaker); keys.go per-key concurrency and ordering;
+// lease.go accepted jobs: lease tokens, heartbeats, completions, expiry;
+// pull.go pull queues: lease requests and their worker slots; backoff.go
+// retry delays; throttle.go max_dispatches_per_second; probe.go the prober
+// of parked queues and its heaps.
 //
 // Exclusion does not rest on leadership alone: a job is grabbed by one
 // atomic statement and every acknowledgement is guarded by the holder's
@@ -29,6 +38,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +68,7 @@ const ackGap = 6 * time.Millisecond
 // Config configures a Dispatcher. Zero durations and sizes take the
 // defaults noted.
 type Config struct {
-	Store  store.Store
+	Store  Store
 	Logger *slog.Logger
 	// Node is this process's node id; Host the address it is reached at.
 	Node, Host string
@@ -180,6 +190,7 @@ type Dispatcher struct {
 	loopDone            chan struct{}
 	probeDone           chan struct{}
 	probeKick           chan struct{} // a runner parked or has work due later
+	prober              *prober
 	healthy             bool
 	lastBeat            atomic.Int64 // UnixNano of the last heartbeat that succeeded
 	// session is the node's database session (session.go), open since
@@ -194,11 +205,14 @@ type Dispatcher struct {
 	// node and the cycles since; the queues led as last read, d.pauses
 	// when that read began, and the cycles since; whether the last cycle
 	// claimed or yielded queues.
-	counted               *store.Cluster
-	sinceCount, sinceRead int
-	led                   []*store.Queue
-	ledPauses             uint64
-	moving                bool
+	counted                          *store.Cluster
+	sinceCount, sinceRead, sinceFull int
+	led                              []*store.Queue
+	ledAt                            time.Time // the database's clock at the last read that found queues
+	moving                           bool
+	// recheck names the queues told changed since the last cycle: a read
+	// of changes that does not return one asks whether it is still led.
+	recheck map[string]bool
 
 	// pullsEnded is closed by EndPulls: lease requests wait no more.
 	pullsEnded   chan struct{}
@@ -231,6 +245,7 @@ func New(cfg Config) *Dispatcher {
 		probeKick:  make(chan struct{}, 1),
 		healthy:    true,
 	}
+	d.prober = newProber(d)
 	d.complete = batch.New(func(ctx context.Context, jobs []*store.Job) ([]struct{}, error) {
 		p := &store.JobsCompleteParams{Node: cfg.Node, IDs: make([]int64, len(jobs))}
 		for i, j := range jobs {
@@ -275,16 +290,16 @@ func (d *Dispatcher) loop() {
 	defer t.Stop()
 	var lastPurge time.Time
 	for {
-		full := false
+		changed := false
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
 		case <-d.refresh:
-			full = true
+			changed = true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
-		d.cycle(ctx, full)
+		d.cycle(ctx, changed)
 		cancel()
 		d.saveHosts()
 		if time.Since(lastPurge) >= time.Minute {
@@ -294,17 +309,26 @@ func (d *Dispatcher) loop() {
 	}
 }
 
-// countEvery and readEvery bound how many leadership cycles in a row reuse
-// the last count of queues per node (store.NodesLive) and the last read of
-// the queues this node leads (store.QueuesLed) while nothing says they
-// changed: both read every queue, so that a cycle of a node leading
-// 10,000 idle queues would read 20,000 rows a second doing nothing. What
-// the reuse can miss (a queue deleted, a settings change through another
-// node whose nudge was lost) is rare, and applies within that many cycles.
+// How often the leadership cycle reads what it otherwise reuses. The
+// count of queues per node (store.NodesLive) and the full read of the
+// queues this node leads (store.QueuesLed) both read every queue, so they
+// come only when something says they changed (a node came or went, a
+// queue is free, a claim, an outage, a new database session) or every
+// fullEvery cycles; what they can miss in between is a queue deleted
+// through another node whose nudge was lost. Every readEvery cycles, and
+// at once when told that a queue changed, the cycle reads only the queues
+// it leads whose settings changed since its last read, which costs what
+// changed: a settings change through another node whose nudge was lost
+// applies within readEvery cycles.
 const (
-	countEvery = 30
-	readEvery  = 30
+	fullEvery = 600
+	readEvery = 5
 )
+
+// sinceSlack is how far back before its last read the cycle asks for
+// changed queues: a change whose statement read the clock before that
+// read but committed after it is still seen.
+const sinceSlack = 5 * time.Second
 
 // coldAbove is how many queues a leadership cycle may start leading before
 // their runners start cold (sync).
@@ -312,30 +336,30 @@ const coldAbove = 100
 
 // cycle holds the node's database session, heartbeats, reaps the nodes
 // whose session ended (session.go), claims free queues up to its share or
-// yields queues beyond it (spread.go), and starts or stops runners to match
-// the queues this node leads.
+// yields queues beyond it (spread.go), and starts, updates or stops runners
+// to match the queues this node leads.
 //
 // What it reads each time costs the same however many queues there are: a
 // glance at the live nodes and whether any queue is free
-// (store.NodesGlance). It counts the queues per node only when the glance
-// shows a change (a node came or went, a queue is free), while queues
-// move, when full (a queue was created or changed through this node, or
-// another node said so) or every countEvery cycles; and it reads the
-// queues it leads only after a claim, when full, after an outage or a new
-// database session, or every readEvery cycles. Between reads this node
-// cannot lose a queue (claims take only queues of nodes that are not
-// live), so what the reuse can miss is a settings change made through
-// another node whose nudge was lost: it applies at the next read.
-func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
+// (store.NodesGlance), and, every readEvery cycles or when changed (a
+// queue was changed through this node, or another node said so), the
+// queues it leads whose settings changed. It counts the queues per node
+// and reads all it leads only when it must (see fullEvery). Between full
+// reads this node cannot lose a queue (claims take only queues of nodes
+// that are not live), and it learns of a queue deleted from the nudge
+// that names it (recheck).
+func (d *Dispatcher) cycle(ctx context.Context, changed bool) error {
 	d.mu.Lock()
 	pauses := d.pauses
+	recheck := d.recheck
+	d.recheck = nil
 	d.mu.Unlock()
 	// stale: a heartbeat succeeded once, but not within the TTL; the
 	// runners hold back until this cycle's heartbeat.
 	stale := d.lastBeat.Load() != 0 && !d.fresh()
 	since := d.sessionSince
 	session := d.holdSession(ctx)
-	full = full || stale || !d.healthy || d.sessionSince != since
+	all := stale || !d.healthy || d.sessionSince != since
 	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL, Session: session})
 	if err == nil {
 		d.lastBeat.Store(time.Now().UnixNano())
@@ -344,7 +368,7 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 	var claim, yield int
 	if err == nil {
 		var c *store.Cluster
-		if c, err = d.clusterNow(ctx, full); err == nil {
+		if c, err = d.clusterNow(ctx, all); err == nil {
 			d.cluster.Store(c)
 			claim, yield = share(c, d.cfg.Node)
 			d.moving = claim > 0 || yield > 0
@@ -352,19 +376,11 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 	}
 	if err == nil && claim > 0 {
 		err = d.cfg.Store.QueuesClaim(ctx, &store.QueuesClaimParams{Node: d.cfg.Node, Limit: claim})
-		full = true // read what it got
+		all = true // read what it got
 	}
-	var led []*store.Queue
-	reused := false // led is the read an earlier cycle applied
+	var rd ledRead
 	if err == nil {
-		if full || d.led == nil || d.sinceRead >= readEvery {
-			if led, err = d.cfg.Store.QueuesLed(ctx, d.cfg.Node); err == nil {
-				d.led, d.ledPauses, d.sinceRead = led, pauses, 0
-			}
-		} else {
-			led, pauses, reused = d.led, d.ledPauses, true
-			d.sinceRead++
-		}
+		rd, err = d.readLed(ctx, all, changed || len(recheck) > 0, recheck)
 	}
 	if err != nil {
 		if d.healthy {
@@ -372,10 +388,15 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 			d.healthy = false
 		}
 		d.led, d.counted = nil, nil // read afresh once the database answers
+		d.mu.Lock()
+		for name := range recheck {
+			d.recheck = addName(d.recheck, name) // asked again next cycle
+		}
+		d.mu.Unlock()
 		// Without a heartbeat for a whole TTL, another node may have taken
 		// our queues: stop dispatching until the database answers again.
 		if !d.fresh() {
-			d.sync(nil, pauses)
+			d.sync(ledRead{read: true, all: true}, pauses)
 		}
 		return err
 	}
@@ -383,36 +404,139 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 		d.log.Info("leadership refresh recovered")
 		d.healthy = true
 	}
-	var yielded []string
-	if yield > 0 {
-		// The runners stop grabbing before the queues are given up, so the
-		// next leader's runner and this one do not both grab (a grab is
-		// atomic, so they could not take the same job anyway). Deliveries
-		// in flight finish here; they stay grabbed by this node.
-		d.mu.Lock()
-		yielded = d.toYield(led, yield)
-		d.mu.Unlock()
-		led = slices.DeleteFunc(slices.Clone(led), func(q *store.Queue) bool { return slices.Contains(yielded, q.Name) })
-	}
-	if !reused || len(yielded) > 0 {
-		// Applying a read again would change nothing: a node leading many
-		// idle queues walks none of them.
-		d.sync(led, pauses)
-	}
-	if len(yielded) > 0 {
-		if err := d.cfg.Store.QueuesYield(ctx, &store.QueuesYieldParams{Node: d.cfg.Node, Queues: yielded}); err != nil {
-			// Still led: the next cycle starts their runners again.
-			d.log.Warn("yielding queues to other nodes failed", "queues", len(yielded), "err", err)
-			d.led = nil
-		} else {
-			d.log.Info("yielded queues to other nodes", "queues", len(yielded))
-			d.led = led
-		}
-	}
+	d.spread(ctx, rd, pauses, yield)
 	if stale {
 		d.nudgeAll() // runners held back while the node was stale go on
 	}
 	return nil
+}
+
+// ledRead is what a leadership cycle read of the queues this node leads:
+// all of them, or those that changed (and those of recheck that are gone);
+// or nothing, when it reused its last read.
+type ledRead struct {
+	queues []*store.Queue
+	// read: the queues were read (all of them, or the changed ones).
+	read, all bool
+	gone      []string
+}
+
+// readLed reads the queues this node leads: all of them when all, or
+// when fullEvery cycles have passed; else those changed since the last
+// read when changed, or every readEvery cycles; else nothing. Queues of
+// recheck, named by a change, that the read of changes does not return
+// are asked after: one no longer led (deleted) is gone.
+func (d *Dispatcher) readLed(ctx context.Context, all, changed bool, recheck map[string]bool) (ledRead, error) {
+	all = all || d.led == nil || d.sinceFull >= fullEvery
+	if !all && !changed && d.sinceRead < readEvery {
+		d.sinceRead++
+		d.sinceFull++
+		return ledRead{}, nil
+	}
+	p := &store.QueuesLedParams{Node: d.cfg.Node}
+	if !all && !d.ledAt.IsZero() {
+		p.Since = d.ledAt.Add(-sinceSlack)
+	}
+	got, err := d.cfg.Store.QueuesLed(ctx, p)
+	if err != nil {
+		return ledRead{}, err
+	}
+	if !got.At.IsZero() {
+		d.ledAt = got.At
+	}
+	d.sinceRead = 0
+	rd := ledRead{queues: got.Queues, read: true, all: p.Since.IsZero()}
+	if rd.all {
+		d.sinceFull = 0
+		d.led = got.Queues
+		return rd, nil
+	}
+	d.sinceFull++
+	for _, q := range got.Queues {
+		delete(recheck, q.Name)
+	}
+	for name := range recheck {
+		if d.runner(name) == nil {
+			continue
+		}
+		n, err := d.cfg.Store.QueueLeader(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && n.ID != d.cfg.Node:
+			rd.gone = append(rd.gone, name)
+		case err != nil:
+			return ledRead{}, err
+		}
+	}
+	if len(rd.gone) > 0 {
+		// The last count holds the queues gone: its share would have this
+		// node claim as many (and read all it leads), where there are
+		// none to claim.
+		d.counted = nil
+	}
+	d.led = mergeLed(d.led, got.Queues, rd.gone)
+	return rd, nil
+}
+
+// mergeLed returns led, sorted by name, with the queues of changed put in
+// (replacing those of the same name) and those named in gone taken out.
+func mergeLed(led, changed []*store.Queue, gone []string) []*store.Queue {
+	if len(changed) == 0 && len(gone) == 0 {
+		return led
+	}
+	byName := func(q *store.Queue, name string) int { return cmp.Compare(q.Name, name) }
+	out := slices.Clone(led)
+	for _, q := range changed {
+		if i, found := slices.BinarySearchFunc(out, q.Name, byName); found {
+			out[i] = q
+		} else {
+			out = slices.Insert(out, i, q)
+		}
+	}
+	for _, name := range gone {
+		if i, found := slices.BinarySearchFunc(out, name, byName); found {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return out
+}
+
+// spread applies the cycle's read rd, giving up yield queues to other
+// nodes first: the runners stop grabbing before the queues are given up,
+// so the next leader's runner and this one do not both grab (a grab is
+// atomic, so they could not take the same job anyway). Deliveries in
+// flight finish here; they stay grabbed by this node.
+func (d *Dispatcher) spread(ctx context.Context, rd ledRead, pauses uint64, yield int) {
+	var yielded []string
+	if yield > 0 {
+		d.mu.Lock()
+		yielded = d.toYield(d.led, yield)
+		d.mu.Unlock()
+		rd.gone = append(rd.gone, yielded...)
+	}
+	// Applying nothing walks no runner: a node leading many idle queues
+	// walks none of them.
+	d.sync(rd, pauses)
+	if len(yielded) == 0 {
+		return
+	}
+	if err := d.cfg.Store.QueuesYield(ctx, &store.QueuesYieldParams{Node: d.cfg.Node, Queues: yielded}); err != nil {
+		// Still led: the next cycle reads them all and starts their
+		// runners again.
+		d.log.Warn("yielding queues to other nodes failed", "queues", len(yielded), "err", err)
+		d.led = nil
+		return
+	}
+	d.log.Info("yielded queues to other nodes", "queues", len(yielded))
+	d.led = mergeLed(d.led, nil, yielded)
+}
+
+// addName adds name to the set m, making it if nil.
+func addName(m map[string]bool, name string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[name] = true
+	return m
 }
 
 // clusterNow returns the live nodes with the queues each leads: counted
@@ -420,7 +544,7 @@ func (d *Dispatcher) cycle(ctx context.Context, full bool) error {
 // node's own share as it stands.
 func (d *Dispatcher) clusterNow(ctx context.Context, full bool) (*store.Cluster, error) {
 	last := d.counted
-	count := full || last == nil || d.moving || d.sinceCount >= countEvery
+	count := full || last == nil || d.moving || d.sinceCount >= fullEvery
 	if !count {
 		// The glance decides whether to count; a cycle that counts anyway
 		// skips it.
@@ -474,12 +598,13 @@ func (d *Dispatcher) nudgeAll() {
 	}
 }
 
-// sync starts runners for newly led queues, updates the settings of the
-// others, and stops the runners of queues no longer led. pauses is
-// d.pauses when the read of led began: a pause or resume applied here
-// since then (SetPaused, after its commit) is newer than what led says,
-// and is kept.
-func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
+// sync applies rd: it starts runners for newly led queues, updates the
+// settings of the others, and stops the runners of queues no longer led
+// (those rd names gone; after a read of all, those it does not hold).
+// pauses is d.pauses when the read began: a pause or resume applied here
+// since then (SetPaused, after its commit) is newer than what rd says, and
+// is kept.
+func (d *Dispatcher) sync(rd ledRead, pauses uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	select {
@@ -487,19 +612,26 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 		return // Stop retires every runner
 	default:
 	}
+	gone := make(map[string]bool, len(rd.gone))
+	for _, name := range rd.gone {
+		gone[name] = true
+	}
 	// Many queues led at once (a node starting, or taking over a dead
 	// node's share) start cold: parked, their first look and rescue left
 	// to the prober, which asks for a thousand queues per statement,
 	// instead of a grab and a rescue each.
 	fresh := 0
-	for _, q := range led {
-		if d.runners[q.Name] == nil {
+	for _, q := range rd.queues {
+		if d.runners[q.Name] == nil && !gone[q.Name] {
 			fresh++
 		}
 	}
 	cold := fresh > coldAbove
-	keep := make(map[string]bool, len(led))
-	for _, q := range led {
+	keep := make(map[string]bool, len(rd.queues))
+	for _, q := range rd.queues {
+		if gone[q.Name] {
+			continue
+		}
 		keep[q.Name] = true
 		if m, ok := d.marks[q.Name]; ok && m.at > pauses && m.paused != q.Paused {
 			c := *q
@@ -513,23 +645,31 @@ func (d *Dispatcher) sync(led []*store.Queue, pauses uint64) {
 			continue
 		}
 		r := newRunner(d, q)
-		r.cold = cold
 		d.runners[q.Name] = r
 		if !cold {
 			d.log.Info("leading queue", "queue", q.Name)
 		}
-		go r.run()
+		r.start(cold)
 	}
 	if cold {
 		d.log.Info("leading queues", "queues", fresh)
 	}
-	for name, m := range d.marks {
-		if m.at <= pauses {
-			delete(d.marks, name) // led was read after it
+	if rd.read {
+		for name, m := range d.marks {
+			if m.at <= pauses {
+				delete(d.marks, name) // read after it
+			}
 		}
 	}
-	for name, r := range d.runners {
-		if !keep[name] {
+	if rd.all {
+		for name := range d.runners {
+			if !keep[name] {
+				gone[name] = true
+			}
+		}
+	}
+	for name := range gone {
+		if r := d.runners[name]; r != nil {
 			d.log.Info("no longer leading queue", "queue", name)
 			delete(d.runners, name)
 			d.retire(r)

@@ -212,12 +212,12 @@ func TestWork_HoldsJobsOfAHostInTrouble(t *testing.T) {
 		j := fs.grabNew(t)
 		fs.r.flow.hosts = map[string]*hostState{hostKey(fs.w.URL): {state: store.BreakerOpen, fails: 5, until: time.Now().Add(time.Minute)}}
 		fs.r.flow.n.Store(1)
-		fs.r.inflight.Store(1)
+		fs.r.slots.inflight.Store(1)
 		fs.r.work(j)
 		if n := fs.w.deliveries(); n != 0 {
 			t.Fatalf("the worker got %d deliveries from a host held back", n)
 		}
-		if n := fs.r.inflight.Load(); n != 0 {
+		if n := fs.r.slots.inflight.Load(); n != 0 {
 			t.Fatalf("slots taken after the hold = %d", n)
 		}
 		if wait := fs.putBack(t, j.ID, 0); wait < 50*time.Second {

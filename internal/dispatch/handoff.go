@@ -85,7 +85,7 @@ func (r *runner) reserve() bool {
 		}
 		return false
 	}
-	r.wg.Add(1)
+	r.slots.wg.Add(1)
 	return true
 }
 
@@ -95,6 +95,7 @@ func (r *runner) closeStop() {
 	r.ho.mu.Lock()
 	defer r.ho.mu.Unlock()
 	close(r.stop)
+	r.rouse() // a dormant runner's loop ends by way of finish
 }
 
 // Handoff is a worker slot of a runner, reserved for one job that the
@@ -132,7 +133,7 @@ func (h *Handoff) Deliver(j *store.Job) {
 	h.once.Do(func() {
 		h.r.d.cfg.Stats.Grabbed(h.r.name, []*store.Job{j}, time.Now())
 		go func() {
-			defer h.r.wg.Done()
+			defer h.r.slots.wg.Done()
 			if j.ConcurrencyKey != "" && len(h.r.admit([]*store.Job{j})) == 0 {
 				// Parked behind its key (keys.go): the run loop, which may
 				// sleep parked itself, now polls and recounts its keys.
@@ -151,6 +152,6 @@ func (h *Handoff) Deliver(j *store.Job) {
 func (h *Handoff) Release() {
 	h.once.Do(func() {
 		h.r.releaseSlots(1)
-		h.r.wg.Done()
+		h.r.slots.wg.Done()
 	})
 }

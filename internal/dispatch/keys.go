@@ -282,12 +282,12 @@ func (t *keyTable) skipped() (keys []string, all bool) {
 // queue that it stopped, count only once that runner is gone: a gap of a
 // change of leadership back and forth within one delivery.
 func (r *runner) keyTable() (*keyTable, error) {
-	if t := r.keys.Load(); t != nil {
+	if t := r.keys.table.Load(); t != nil {
 		return t, nil
 	}
-	r.keysMu.Lock()
-	defer r.keysMu.Unlock()
-	if t := r.keys.Load(); t != nil {
+	r.keys.mu.Lock()
+	defer r.keys.mu.Unlock()
+	if t := r.keys.table.Load(); t != nil {
 		return t, nil
 	}
 	busy, err := r.keyBusy()
@@ -302,7 +302,7 @@ func (r *runner) keyTable() (*keyTable, error) {
 	if t.foreign > 0 {
 		r.log.Info("keyed jobs in delivery beside this node's", "keys", len(busy), "jobs", t.foreign)
 	}
-	r.keys.Store(t)
+	r.keys.table.Store(t)
 	return t, nil
 }
 
@@ -424,7 +424,7 @@ type keyAsk struct{ queue, key string }
 
 // headsOf answers asks with one JobsKeyHeads per queue among them (per
 // headsMax keys): each ask's head, 0 for none.
-func headsOf(ctx context.Context, st store.Store, asks []keyAsk) ([]int64, error) {
+func headsOf(ctx context.Context, st Deliveries, asks []keyAsk) ([]int64, error) {
 	keys := map[string][]string{}
 	seen := map[keyAsk]bool{}
 	for _, a := range asks {
@@ -456,7 +456,7 @@ func headsOf(ctx context.Context, st store.Store, asks []keyAsk) ([]int64, error
 // lease), and, with next, returns the key's next job to deliver in the
 // caller's worker slot, or nil.
 func (r *runner) keyEnd(j *store.Job, accepted, next bool) *store.Job {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil {
 		return nil
 	}
@@ -485,7 +485,7 @@ func (r *runner) keyEnd(j *store.Job, accepted, next bool) *store.Job {
 
 // keyWaits reports whether j's key has jobs parked behind it.
 func (r *runner) keyWaits(j *store.Job) bool {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil || j.ConcurrencyKey == "" {
 		return false
 	}
@@ -498,7 +498,7 @@ func (r *runner) keyWaits(j *store.Job) bool {
 // keysGone frees the key slots of those of jobs, admitted, that leave
 // this runner undelivered (the read-ahead given back).
 func (r *runner) keysGone(jobs []*store.Job) {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil {
 		return
 	}
@@ -513,7 +513,7 @@ func (r *runner) keysGone(jobs []*store.Job) {
 
 // keysReady reports whether keys with parked jobs have room.
 func (r *runner) keysReady() bool {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil {
 		return false
 	}
@@ -525,7 +525,7 @@ func (r *runner) keysReady() bool {
 // startReady starts the jobs of ready keys in up to free worker slots and
 // returns how many it started.
 func (r *runner) startReady(free int64) int64 {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	took := r.takeSlots(free)
 	if t == nil || took == 0 {
 		r.releaseSlots(took)
@@ -551,13 +551,13 @@ func (r *runner) startReady(free int64) int64 {
 	t.mu.Unlock()
 	jobs = append(jobs, r.checkHeads(t, checks)...)
 	r.releaseSlots(took - int64(len(jobs)))
-	r.start(jobs)
+	r.deliver(jobs)
 	return int64(len(jobs))
 }
 
 // parkedJobs returns how many jobs the runner parks.
 func (r *runner) parkedJobs() int64 {
-	if t := r.keys.Load(); t != nil {
+	if t := r.keys.table.Load(); t != nil {
 		return t.parked.Load()
 	}
 	return 0
@@ -567,7 +567,7 @@ func (r *runner) parkedJobs() int64 {
 // the read-ahead's: the queue is paused, the node stale, or the runner
 // stops.
 func (r *runner) giveBackParked() {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil || t.parked.Load() == 0 {
 		return
 	}
@@ -599,7 +599,7 @@ func (r *runner) giveBackParked() {
 // counts some (their ends on other nodes, and of leases, are not told
 // here), and marks ready the keys with parked jobs and room.
 func (r *runner) recountKeys() {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil {
 		return
 	}
@@ -643,7 +643,7 @@ func (r *runner) recountKeys() {
 // database's, so an end told twice, or told and read, is not counted
 // twice.
 func (r *runner) keysLeaseEnded() {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil {
 		return
 	}
@@ -651,7 +651,7 @@ func (r *runner) keysLeaseEnded() {
 	foreign := t.foreign
 	t.mu.Unlock()
 	if foreign > 0 {
-		r.keysRecount.Store(true)
+		r.keys.recount.Store(true)
 		r.nudge()
 	}
 }
@@ -659,7 +659,7 @@ func (r *runner) keysLeaseEnded() {
 // unparkCancelled drops a cancelled job from the parked ones, and reports
 // whether it was parked.
 func (r *runner) unparkCancelled(id int64) bool {
-	t := r.keys.Load()
+	t := r.keys.table.Load()
 	if t == nil || t.parked.Load() == 0 {
 		return false
 	}
@@ -678,4 +678,16 @@ func (r *runner) keyBusy() (map[string]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return r.d.cfg.Store.JobsKeyBusy(ctx, &store.JobsKeyBusyParams{Queue: r.name, Node: r.d.cfg.Node})
+}
+
+// keyRoom is a runner's per-key state: the table of keys, made when the
+// runner meets its first keyed job, and whether to count them again.
+type keyRoom struct {
+	// table counts the keyed jobs in delivery and holds the parked ones;
+	// nil until the runner meets a keyed job. mu orders its making.
+	table atomic.Pointer[keyTable]
+	mu    sync.Mutex
+	// recount: a lease ended; count the keys' jobs in delivery again
+	// (keysLeaseEnded).
+	recount atomic.Bool
 }

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"container/heap"
 	"context"
-	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rowq/rowq/internal/store"
@@ -60,11 +62,58 @@ const sweepRate = probeChunk
 // very many queues sends statements of bounded size.
 const probeChunk = 1000
 
+// probeState is the prober's view of a runner: whether it is parked, and
+// the times (UnixNano, 0 for none) at which it needs the prober: lookAt,
+// when its queue is to be looked at; lookedAt, its last look; dueAt, when
+// its earliest waiting job falls due; expiresAt, when its earliest grab or
+// lease runs out.
+type probeState struct {
+	// parked: the last grab came back short and the runner waits for a
+	// wake-up, not for its own poll.
+	parked                             atomic.Bool
+	lookAt, lookedAt, dueAt, expiresAt atomic.Int64
+	// unknown: the queue got work due later since its last look (later).
+	unknown atomic.Bool
+	// rescueNow: the prober saw an expired grab or lease in this parked
+	// queue.
+	rescueNow atomic.Bool
+	// expiredAt is when the prober's sweep last asked whether the queue
+	// holds a grab whose holder is gone (UnixNano; the prober's own).
+	expiredAt int64
+	// heap and key are the runner's index (-1: absent) and key in the
+	// prober's two heaps, events and sweep; the prober's mu guards them.
+	heap [2]int
+	key  [2]int64
+}
+
+// The prober's heaps: events orders parked runners by the earliest of
+// their lookAt, dueAt and expiresAt; sweep by when their last look gets
+// older than their polling_interval.
+const (
+	events = iota
+	sweeps
+)
+
+// prober is the state of the prober's loop. Its heaps hold the parked
+// runners that need it at some time, so that a round costs what it
+// wakes or looks at, not what the node leads: an idle queue is an entry
+// in each heap and nothing else.
+type prober struct {
+	d         *Dispatcher
+	mu        sync.Mutex
+	heaps     [2]runnerHeap
+	lastLook  time.Time // the prober's own
+	lastSweep time.Time
+}
+
+func newProber(d *Dispatcher) *prober {
+	return &prober{d: d, heaps: [2]runnerHeap{{which: events}, {which: sweeps}}}
+}
+
 func (d *Dispatcher) probe() {
 	defer close(d.probeDone)
 	t := time.NewTimer(0)
 	defer t.Stop()
-	p := prober{d: d}
 	for {
 		select {
 		case <-d.stop:
@@ -73,130 +122,144 @@ func (d *Dispatcher) probe() {
 		case <-d.probeKick:
 			t.Stop() // since Go 1.23, Reset then drops a tick not received
 		}
-		next := p.once(time.Now())
+		next := d.prober.once(time.Now())
 		t.Reset(next)
 	}
 }
 
-// prober is the state of the prober's loop.
-type prober struct {
-	d         *Dispatcher
-	lastLook  time.Time
-	lastSweep time.Time
+// schedule puts r in the heaps at the times it needs the prober, or takes
+// it out of those it needs none of. The runner calls it whenever it
+// changes those times (parking), the prober after each look.
+func (p *prober) schedule(r *runner) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.place(r)
+}
+
+// place is schedule with p.mu held.
+func (p *prober) place(r *runner) {
+	ev, sw := r.needs()
+	p.heaps[events].set(r, ev)
+	p.heaps[sweeps].set(r, sw)
+}
+
+// needs returns when r next needs the prober for an event (its lookAt,
+// dueAt or expiresAt) and for the sweep, 0 for never: a runner that is not
+// parked, or is paused (a resume wakes it), needs nothing.
+func (r *runner) needs() (event, sweep int64) {
+	q := r.settings.Load()
+	if !r.probe.parked.Load() || q.Paused || r.stopped() {
+		return 0, 0
+	}
+	earliest := func(a, b int64) int64 {
+		if a == 0 || b != 0 && b < a {
+			return b
+		}
+		return a
+	}
+	// A pull queue grabs only for a waiting lease request, which wakes it
+	// itself: its due jobs wake nobody.
+	if !r.idlePuller() {
+		event = r.probe.dueAt.Load()
+	}
+	event = earliest(event, r.probe.expiresAt.Load())
+	look := r.probe.lookAt.Load()
+	event = earliest(event, look)
+	if look == 0 {
+		interval := time.Duration(q.PollingInterval) * time.Millisecond
+		sweep = r.probe.lookedAt.Load() + int64(interval)
+	}
+	return event, sweep
 }
 
 // once wakes the parked runners whose work fell due, looks at the queues
 // that need a look (and the sweep's share), and returns how long to sleep.
+// Nothing due now waits for a look: jobs due now come with a wake-up.
 func (p *prober) once(now time.Time) time.Duration {
-	d := p.d
 	ns := now.UnixNano()
-	next := ns + int64(probeMaxSleep)
 	mayLook := now.Sub(p.lastLook) >= probeGap
-	var look, sweep []*runner
-	d.mu.Lock()
-	for _, r := range d.runners {
-		if !r.parked.Load() || r.settings.Load().Paused {
-			continue // awake; or paused, and a resume wakes it
+	var look, later []*runner
+	p.mu.Lock()
+	for r := p.heaps[events].due(ns); r != nil; r = p.heaps[events].due(ns) {
+		if ev, _ := r.needs(); ev == 0 {
+			continue // awake, paused or stopped: it is placed when it parks
 		}
 		// A runner woken for a time that the database does not see come yet
 		// finds nothing, and has its queue looked at again when it parks.
-		// A pull queue grabs only for a waiting lease request, which wakes
-		// it itself: its due jobs wake nobody.
-		idle := r.idlePuller()
-		if at := r.dueAt.Load(); at != 0 && at <= ns && !idle && r.dueAt.CompareAndSwap(at, 0) {
-			r.unknown.Store(true)
+		if at := r.probe.dueAt.Load(); at != 0 && at <= ns && !r.idlePuller() && r.probe.dueAt.CompareAndSwap(at, 0) {
+			r.probe.unknown.Store(true)
 			r.nudge()
 		}
-		if at := r.expiresAt.Load(); at != 0 && at <= ns && r.expiresAt.CompareAndSwap(at, 0) {
-			r.unknown.Store(true)
-			r.rescueNow.Store(true)
+		if at := r.probe.expiresAt.Load(); at != 0 && at <= ns && r.probe.expiresAt.CompareAndSwap(at, 0) {
+			r.probe.unknown.Store(true)
+			r.probe.rescueNow.Store(true)
 			r.nudge()
 		}
-		if at := r.dueAt.Load(); at != 0 && !idle {
-			next = min(next, at)
-		}
-		if at := r.expiresAt.Load(); at != 0 {
-			next = min(next, at)
-		}
-		if at := r.lookAt.Load(); at != 0 {
-			if at <= ns && mayLook {
-				look = append(look, r)
-			} else {
-				next = min(next, max(at, p.lastLook.Add(probeGap).UnixNano()))
-			}
+		if at := r.probe.lookAt.Load(); at != 0 && at <= ns && mayLook {
+			look = append(look, r)
 			continue
 		}
-		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
-		if at := r.lookedAt.Load() + int64(interval); at <= ns {
-			sweep = append(sweep, r)
-		} else {
-			next = min(next, at)
+		later = append(later, r)
+	}
+	if mayLook && now.Sub(p.lastSweep) >= sweepGap {
+		// The queues not looked at for their polling_interval, those
+		// longest overdue first, at most sweepRate of them.
+		for len(look) < sweepRate {
+			r := p.heaps[sweeps].due(ns)
+			if r == nil {
+				break
+			}
+			if _, sw := r.needs(); sw != 0 {
+				look = append(look, r)
+			}
 		}
-	}
-	d.mu.Unlock()
-	switch {
-	case len(sweep) == 0:
-	case !mayLook || now.Sub(p.lastSweep) < sweepGap:
-		next = min(next, max(p.lastLook.Add(probeGap).UnixNano(), p.lastSweep.Add(sweepGap).UnixNano()))
-		sweep = nil
-	case len(sweep) > sweepRate:
-		sweep = longestUnlooked(sweep, sweepRate)
-		next = min(next, now.Add(sweepGap).UnixNano()) // the rest at the next sweep
-	}
-	if len(sweep) > 0 {
 		p.lastSweep = now
 	}
-	if len(sweep) > 0 || len(look) > 0 {
+	for _, r := range later {
+		p.place(r)
+	}
+	// A look asked for before the gap has passed waits for it.
+	lookNext := max(ns, p.lastLook.Add(probeGap).UnixNano())
+	p.mu.Unlock()
+	if len(look) > 0 {
 		p.lastLook = now
-		// The queues looked at have new times to sleep until.
-		next = min(next, p.look(slices.Concat(look, sweep)))
+		p.look(look)
+		lookNext = p.lastLook.Add(probeGap).UnixNano()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := ns + int64(probeMaxSleep)
+	if at, ok := p.heaps[events].top(); ok {
+		next = min(next, max(at, lookNext))
+	}
+	if at, ok := p.heaps[sweeps].top(); ok {
+		next = min(next, max(at, lookNext, p.lastSweep.Add(sweepGap).UnixNano()))
 	}
 	return max(time.Duration(next-time.Now().UnixNano()), time.Millisecond)
 }
 
-// longestUnlooked returns the n runners of rs looked at longest ago, in
-// any order; it reorders rs. It sorts their times, not the runners: one
-// sort of integers a sweep, however many queues.
-func longestUnlooked(rs []*runner, n int) []*runner {
-	times := make([]int64, len(rs))
-	for i, r := range rs {
-		times[i] = r.lookedAt.Load()
-	}
-	slices.Sort(times)
-	limit := times[n-1]
-	out := rs[:0]
-	for _, r := range rs {
-		if len(out) < n && r.lookedAt.Load() <= limit {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // look asks when the queues of runners next need them, wakes those with
-// work due now, and notes the rest's times; it also asks which hold a grab
-// whose holder is gone, of those not asked for a RescueInterval. It returns
-// the earliest of the times it noted (UnixNano), when the prober must wake
-// next for these queues, or MaxInt64.
-func (p *prober) look(runners []*runner) (next int64) {
-	next = math.MaxInt64
+// work due now, notes the rest's times and places them in the heaps; it
+// also asks which hold a grab whose holder is gone, of those not asked for
+// a RescueInterval.
+func (p *prober) look(runners []*runner) {
 	d := p.d
 	asked := make([]int64, len(runners))
 	names := make([]string, len(runners))
 	for i, r := range runners {
-		asked[i] = r.lookAt.Load()
+		asked[i] = r.probe.lookAt.Load()
 		names[i] = r.name
 	}
 	due, err := inChunks(names, d.cfg.Store.JobsNextDue)
 	if err != nil {
 		// Wake them all: each grabs and rescues, and backs off on its own
-		// if the database is away.
+		// if the database is away; each parks again, and is placed then.
 		d.log.Debug("look at parked queues failed; waking them", "err", err)
 		for _, r := range runners {
-			r.rescueNow.Store(true)
+			r.probe.rescueNow.Store(true)
 			r.nudge()
 		}
-		return next
+		return
 	}
 	byName := make(map[string]store.QueueDue, len(due))
 	for _, q := range due {
@@ -206,33 +269,27 @@ func (p *prober) look(runners []*runner) (next int64) {
 	// after it, a runner is woken a little late rather than too early.
 	ns := time.Now().UnixNano()
 	for i, r := range runners {
-		r.lookedAt.Store(ns)
-		r.lookAt.CompareAndSwap(asked[i], 0) // unless asked again meanwhile
+		r.probe.lookedAt.Store(ns)
+		r.probe.lookAt.CompareAndSwap(asked[i], 0) // unless asked again meanwhile
 		q, ok := byName[r.name]
 		if !ok {
 			q = store.QueueDue{Job: store.Never, Expiry: store.Never}
 		}
-		r.dueAt.Store(at(ns, q.Job))
-		r.expiresAt.Store(at(ns, q.Expiry))
+		r.probe.dueAt.Store(at(ns, q.Job))
+		r.probe.expiresAt.Store(at(ns, q.Expiry))
 		if q.Expiry <= 0 {
-			r.rescueNow.Store(true)
+			r.probe.rescueNow.Store(true)
 		}
 		if q.Expiry <= 0 || q.Job <= 0 && !r.idlePuller() {
-			r.dueAt.Store(0)
+			r.probe.dueAt.Store(0)
 			r.nudge()
 		}
-		if at := r.dueAt.Load(); at != 0 && !r.idlePuller() {
-			next = min(next, at)
-		}
-		if at := r.expiresAt.Load(); at != 0 {
-			next = min(next, at)
-		}
-		if r.lookAt.Load() != 0 {
-			next = min(next, ns+int64(probeGap)) // asked again meanwhile
-		}
-		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
-		next = min(next, ns+int64(max(interval, sweepGap)))
 	}
+	p.mu.Lock()
+	for _, r := range runners {
+		p.place(r)
+	}
+	p.mu.Unlock()
 	// Grabs whose holder unregistered: asked of each queue that has a grab
 	// or a lease at all, at most once a RescueInterval, and of a queue
 	// whose runner started cold at its first look that finds one. A queue
@@ -243,28 +300,25 @@ func (p *prober) look(runners []*runner) (next int64) {
 		if q, ok := byName[r.name]; !ok || q.Expiry == store.Never {
 			continue
 		}
-		if ns-r.expiredAt >= int64(d.cfg.RescueInterval) {
-			r.expiredAt = ns
+		if ns-r.probe.expiredAt >= int64(d.cfg.RescueInterval) {
+			r.probe.expiredAt = ns
 			sweepNames = append(sweepNames, r.name)
 		}
 	}
 	if len(sweepNames) == 0 {
-		return next
+		return
 	}
 	expired, err := inChunks(sweepNames, d.cfg.Store.JobsExpired)
 	if err != nil {
 		d.log.Debug("look for expired grabs failed", "err", err)
-		return next
+		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	for _, name := range expired {
-		if r := d.runners[name]; r != nil {
-			r.rescueNow.Store(true)
+		if r := d.runner(name); r != nil {
+			r.probe.rescueNow.Store(true)
 			r.nudge()
 		}
 	}
-	return next
 }
 
 // idlePuller reports whether r serves a pull queue and no lease request
@@ -287,14 +341,17 @@ func at(now int64, in time.Duration) int64 {
 // later meanwhile (later).
 func (r *runner) parking(now time.Time) {
 	at := now.UnixNano()
-	if !r.unknown.Swap(false) {
+	if !r.probe.unknown.Swap(false) {
 		interval := time.Duration(r.settings.Load().PollingInterval) * time.Millisecond
-		at = max(at, r.lookedAt.Load()+int64(interval))
-		if asked := r.lookAt.Load(); asked != 0 && asked <= at {
-			return // a look is asked for already, no later
+		at = max(at, r.probe.lookedAt.Load()+int64(interval))
+		if asked := r.probe.lookAt.Load(); asked != 0 && asked <= at {
+			at = 0 // a look is asked for already, no later
 		}
 	}
-	r.lookAt.Store(at)
+	if at != 0 {
+		r.probe.lookAt.Store(at)
+	}
+	r.d.prober.schedule(r)
 	r.d.kickProber()
 }
 
@@ -302,8 +359,8 @@ func (r *runner) parking(now time.Time) {
 // job, a retry, a lease): it is looked at now if r is parked, else as soon
 // as it parks.
 func (r *runner) later() {
-	r.unknown.Store(true)
-	if r.parked.Load() {
+	r.probe.unknown.Store(true)
+	if r.probe.parked.Load() {
 		r.parking(time.Now())
 	}
 }
@@ -329,4 +386,67 @@ func inChunks[T any](names []string, look func(context.Context, []string) ([]T, 
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+// runnerHeap is a min-heap of runners by their key in it (probeState).
+type runnerHeap struct {
+	which int
+	rs    []*runner
+}
+
+func (h *runnerHeap) Len() int { return len(h.rs) }
+func (h *runnerHeap) Less(i, j int) bool {
+	return h.rs[i].probe.key[h.which] < h.rs[j].probe.key[h.which]
+}
+func (h *runnerHeap) Swap(i, j int) {
+	h.rs[i], h.rs[j] = h.rs[j], h.rs[i]
+	h.rs[i].probe.heap[h.which] = i
+	h.rs[j].probe.heap[h.which] = j
+}
+func (h *runnerHeap) Push(x any) {
+	r := x.(*runner)
+	r.probe.heap[h.which] = len(h.rs)
+	h.rs = append(h.rs, r)
+}
+func (h *runnerHeap) Pop() any {
+	n := len(h.rs) - 1
+	r := h.rs[n]
+	h.rs[n] = nil
+	h.rs = h.rs[:n]
+	r.probe.heap[h.which] = -1
+	return r
+}
+
+// set gives r the key at, placing it in the heap, moving it, or taking it
+// out (at 0).
+func (h *runnerHeap) set(r *runner, at int64) {
+	i := r.probe.heap[h.which]
+	switch {
+	case at == 0 && i >= 0:
+		heap.Remove(h, i)
+	case at == 0:
+	case i >= 0:
+		r.probe.key[h.which] = at
+		heap.Fix(h, i)
+	default:
+		r.probe.key[h.which] = at
+		heap.Push(h, r)
+	}
+}
+
+// due takes out and returns the runner with the earliest key if that is
+// not after now, else nil.
+func (h *runnerHeap) due(now int64) *runner {
+	if len(h.rs) == 0 || h.rs[0].probe.key[h.which] > now {
+		return nil
+	}
+	return heap.Pop(h).(*runner)
+}
+
+// top returns the earliest key.
+func (h *runnerHeap) top() (int64, bool) {
+	if len(h.rs) == 0 {
+		return 0, false
+	}
+	return h.rs[0].probe.key[h.which], true
 }

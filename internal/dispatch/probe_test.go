@@ -187,8 +187,8 @@ func leadAll(t *testing.T, s *countingStore, cfg dispatch.Config, n int) *dispat
 		d.Stop(stop)
 	})
 	testworker.WaitFor(t, 30*time.Second, "the node leads every queue", func() bool {
-		led, err := s.QueuesLed(context.Background(), "n1")
-		return err == nil && len(led) == n
+		led, err := s.QueuesLed(context.Background(), &store.QueuesLedParams{Node: "n1"})
+		return err == nil && len(led.Queues) == n
 	})
 	return d
 }

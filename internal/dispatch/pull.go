@@ -253,10 +253,22 @@ func (r *runner) answerPullers(now time.Time) {
 
 // pullTurn is a turn of the run loop for a pull queue: it serves the
 // oldest waiting puller if a worker slot is free (and a token, when
-// throttled), with one grab. It reports whether to look again at once
-// (the grab filled its puller's ask, and another waits), how long the
-// throttle wants it to wait (0: no throttle wait), and the grab's error.
-func (r *runner) pullTurn(q *store.Queue, now time.Time, hold bool) (again bool, wait time.Duration, err error) {
+// throttled), with one grab. Its step turns again at once when the grab
+// filled its puller's ask and another waits; with every slot taken, a
+// slot coming free serves a waiting puller.
+func (r *runner) pullTurn(q *store.Queue, now time.Time, hold bool) step {
+	if r.ahead.len() > 0 {
+		r.giveBack() // read ahead while it was a push queue
+	}
+	r.giveBackParked()
+	again, wait, err := r.servePuller(q, now, hold)
+	return step{again: again, wait: wait, free: r.slots.free(q), ran: true, err: err, what: "grab jobs for a lease request"}
+}
+
+// servePuller serves the oldest waiting puller (pullTurn). It reports
+// whether to look again at once, how long the throttle wants the loop to
+// wait (0: no throttle wait), and the grab's error.
+func (r *runner) servePuller(q *store.Queue, now time.Time, hold bool) (again bool, wait time.Duration, err error) {
 	if !r.pull.ready {
 		if err := r.countLeases(); err != nil {
 			r.answerPullers(now)
@@ -267,13 +279,13 @@ func (r *runner) pullTurn(q *store.Queue, now time.Time, hold bool) (again bool,
 	if r.pullers() == 0 {
 		return false, 0, nil
 	}
-	free := int64(q.MaxWorkers) - r.inflight.Load()
+	free := r.slots.free(q)
 	if free <= 0 && !hold && time.Since(r.pull.counted) >= leaseRecount {
 		// Ends of leases on other nodes come by nudges: mend a lost one.
 		if err := r.countLeases(); err != nil {
 			r.storeErr("count leased jobs", err)
 		}
-		free = int64(q.MaxWorkers) - r.inflight.Load()
+		free = r.slots.free(q)
 	}
 	n := int(max(free, 0))
 	tb := r.throttle(q, now)
@@ -397,9 +409,10 @@ func (r *runner) countLeases() error {
 	}
 	r.pull.mu.Unlock()
 	r.pull.held.Add(delta)
-	r.inflight.Add(delta)
-	if delta < 0 {
-		r.signalFreed()
+	if delta > 0 {
+		r.slots.inflight.Add(delta) // leases made elsewhere hold slots, over max_workers or not
+	} else {
+		r.releaseSlots(-delta)
 	}
 	return nil
 }

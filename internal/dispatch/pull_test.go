@@ -54,7 +54,7 @@ func goneMidGrab(t *testing.T, st store.Store, jobs int) (*Dispatcher, []int64, 
 			t.Fatal(err)
 		}
 	}
-	d.sync([]*store.Queue{q}, 0)
+	d.sync(readAll([]*store.Queue{q}), 0)
 	gone, leave := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -105,7 +105,7 @@ func TestPull_JobsOfAPullerThatWentAwayGoBack(t *testing.T) {
 			}
 		}
 		r := d.runners["q"]
-		if n, held := r.inflight.Load(), r.pull.held.Load(); n != 2 || held != 2 {
+		if n, held := r.slots.inflight.Load(), r.pull.held.Load(); n != 2 || held != 2 {
 			t.Fatalf("slots taken %d, leases held %d; want 2 and 2", n, held)
 		}
 	})
@@ -135,7 +135,7 @@ func TestPull_LeaseSlots(t *testing.T) {
 	if err := r.countLeases(); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.inflight.Load(); n != 1 {
+	if n := r.slots.inflight.Load(); n != 1 {
 		t.Fatalf("after the first count: %d slots taken, want 1 (the other leader's lease)", n)
 	}
 	took := r.takeSlots(2)
@@ -154,7 +154,7 @@ func TestPull_LeaseSlots(t *testing.T) {
 	r.leaseEnded(g)
 	r.leaseEnded(g)
 	r.leaseEnded(store.JobGrab{ID: jobs[1].ID, Grabs: jobs[1].Grabs + 1}) // another grab's end
-	if n := r.inflight.Load(); n != 2 {
+	if n := r.slots.inflight.Load(); n != 2 {
 		t.Fatalf("after one lease ended (told twice): %d slots taken, want 2", n)
 	}
 	// The other leader's lease ends on another node, and the nudge is lost.
@@ -164,7 +164,7 @@ func TestPull_LeaseSlots(t *testing.T) {
 	if err := r.countLeases(); err != nil {
 		t.Fatal(err)
 	}
-	if n, held := r.inflight.Load(), r.pull.held.Load(); n != 1 || held != 1 {
+	if n, held := r.slots.inflight.Load(), r.pull.held.Load(); n != 1 || held != 1 {
 		t.Fatalf("after a re-count: %d slots taken, %d held; want 1 and 1", n, held)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/rowq/rowq/internal/store"
 )
 
-// runner dispatches one queue while this node leads it.
+// runner dispatches one queue while this node leads it. Its run loop
+// (run) has a goroutine only while the queue has work: a runner parked
+// with nothing to time is dormant, an entry of the prober's (probe.go),
+// and a nudge starts its loop again.
 type runner struct {
 	d        *Dispatcher
 	name     string
@@ -18,46 +21,62 @@ type runner struct {
 	settings atomic.Pointer[store.Queue]
 
 	wake     chan struct{} // a job may be due now
-	freed    chan struct{} // a delivery finished
-	inflight atomic.Int64
 	stop     chan struct{}
 	stopOnce sync.Once
-	done     chan struct{} // run has returned: no delivery left
-	wg       sync.WaitGroup
-	failing  atomic.Bool // the last store call failed: log the next failure quietly
-	bucket   *bucket     // max_dispatches_per_second; used by run only
-	flow     hostFlow    // worker hosts slowed down or held back (flow.go)
-	ho       handoffState
-	// parked: the last grab came back short and the runner waits for a
-	// wake-up, not for its own poll: the dispatcher's prober looks after
-	// all parked queues at once (probe.go), with these times (UnixNano, 0
-	// for none): lookAt, when the queue is to be looked at; lookedAt, its
-	// last look; dueAt, when its earliest waiting job falls due; expiresAt,
-	// when its earliest grab or lease runs out.
-	parked                             atomic.Bool
-	lookAt, lookedAt, dueAt, expiresAt atomic.Int64
-	// unknown: the queue got work due later since its last look (later).
-	unknown atomic.Bool
-	// cold: start parked, leaving the first look and rescue to the
-	// prober (Dispatcher.sync).
-	cold bool
-	// expiredAt is when the prober's sweep last asked whether the queue
-	// holds a grab whose holder is gone (UnixNano; the prober's own).
-	expiredAt int64
-	// rescueNow: the prober saw an expired grab or lease in this parked
-	// queue.
-	rescueNow atomic.Bool
-	ahead     readAhead
-	acking    atomic.Int64 // deliveries waiting for their acknowledgement
-	pull      pullState    // a pull queue's pullers and leases (pull.go)
-	// keys counts the keyed jobs in delivery and holds the parked ones
-	// (keys.go); nil until the runner meets a keyed job. keysMu orders its
-	// making.
-	keys   atomic.Pointer[keyTable]
-	keysMu sync.Mutex
-	// keysRecount: a lease ended; count the keys' jobs in delivery again
-	// (keysLeaseEnded).
-	keysRecount atomic.Bool
+	done     chan struct{} // the loop has ended for good: no delivery left
+	// life is lifeRunning while a goroutine runs the loop, lifeDormant
+	// while none does (rouse).
+	life    atomic.Int32
+	turn    turnState   // the loop's memory, its goroutine's alone
+	failing atomic.Bool // the last store call failed: log the next failure quietly
+	bucket  *bucket     // max_dispatches_per_second; used by the loop only
+	slots   slots       // worker slots (slots.go)
+	probe   probeState  // the prober's view of a parked runner (probe.go)
+	flow    hostFlow    // worker hosts slowed down or held back (flow.go)
+	ho      handoffState
+	ahead   readAhead
+	acking  atomic.Int64 // deliveries waiting for their acknowledgement
+	pull    pullState    // a pull queue's pullers and leases (pull.go)
+	keys    keyRoom      // per-key concurrency and order (keys.go)
+}
+
+// The run loop's life (runner.life).
+const (
+	lifeRunning int32 = iota
+	lifeDormant
+)
+
+// turnState is what the run loop carries from one turn to the next, and
+// across a dormancy: it is read and written only by the goroutine that
+// runs the loop, and a goroutine going dormant writes it before it says
+// so (runner.rest).
+type turnState struct {
+	lastRescue, lastExtend time.Time
+	// backoff: the last store call of a turn failed; wait so long.
+	backoff time.Duration
+	// full: the last grab took all it asked for, so more jobs are likely
+	// due: read ahead.
+	full bool
+	// look: grab this turn; false when a parked runner woke only for its
+	// extension (the prober looks for its due jobs).
+	look bool
+	// park: the runner waited parked; its rescue is then the prober's to
+	// start (probe.rescueNow), with the other parked queues' at once.
+	park bool
+}
+
+// step is what one turn did: whether to turn again at once, how long the
+// throttle lets the loop wait at most (0: no bound), the worker slots
+// free at its end, and the outcome of its store call, if it made one
+// (ran): full, it took all it asked for; err, with what it tried.
+type step struct {
+	again bool
+	wait  time.Duration
+	free  int64
+	ran   bool
+	full  bool
+	err   error
+	what  string
 }
 
 // storeErr logs a failed store call loudly only when the queue was healthy,
@@ -83,20 +102,50 @@ func newRunner(d *Dispatcher, q *store.Queue) *runner {
 		name:  q.Name,
 		log:   d.log.With("queue", q.Name),
 		wake:  make(chan struct{}, 1),
-		freed: make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
+		slots: slots{freed: make(chan struct{}, 1)},
 	}
 	r.settings.Store(q)
 	r.flow.open = d.cfg.BreakerOpen
 	r.flow.anyDirty = &d.hostsDirty
+	r.turn = turnState{lastExtend: time.Now(), look: true}
+	r.probe.heap = [2]int{-1, -1}
 	return r
 }
 
+// start runs the loop. A cold runner (Dispatcher.sync: many queues led at
+// once) starts dormant instead: no grab and no rescue yet, and the prober
+// looks at its queue at once (probe.unknown), asking as well for grabs of
+// a holder that is gone (probe.expiredAt is 0). A throttled queue polls
+// itself, so it starts as any.
+func (r *runner) start(cold bool) {
+	if !cold || r.settings.Load().MaxDispatchesPerSecond != nil {
+		r.life.Store(lifeRunning)
+		go r.run()
+		return
+	}
+	now := time.Now()
+	r.turn.lastRescue, r.turn.park = now, true
+	r.probe.unknown.Store(true)
+	r.probe.parked.Store(true)
+	r.life.Store(lifeDormant)
+	r.parking(now)
+}
+
+// nudge wakes the loop: a job may be due now.
 func (r *runner) nudge() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+	r.rouse()
+}
+
+// rouse gives a dormant runner a goroutine again.
+func (r *runner) rouse() {
+	if r.life.CompareAndSwap(lifeDormant, lifeRunning) {
+		go r.run()
 	}
 }
 
@@ -115,241 +164,303 @@ func (r *runner) stopped() bool {
 	}
 }
 
+// run is the loop: each turn does the upkeep, serves the queue by its
+// delivery (pushTurn, pullTurn), and rests until there is more to do. It
+// returns when the runner goes dormant, or, after finish, when it stops.
 func (r *runner) run() {
-	defer close(r.done)
-	cfg := &r.d.cfg
-	var (
-		lastRescue time.Time
-		lastExtend = time.Now()
-		backoff    time.Duration
-		timer      = time.NewTimer(time.Hour)
-		// full: the last grab took all it asked for, so more jobs are
-		// likely due: read ahead.
-		full bool
-		// look: grab this round; false when a parked runner woke only for
-		// its extension (the prober looks for its due jobs).
-		look = true
-		// park: the runner waited parked; its rescue is then the prober's
-		// to start (rescueNow), with the other parked queues' at once.
-		park bool
-	)
-	if r.cold && r.settings.Load().MaxDispatchesPerSecond == nil {
-		// No grab and no rescue yet: park, and the prober looks at once
-		// (unknown), asking as well for grabs of a holder that is gone
-		// (expiredAt is 0). A throttled queue polls itself, so it starts
-		// as any.
-		look, park = false, true
-		lastRescue = time.Now()
-		r.unknown.Store(true)
-	}
+	r.probe.parked.Store(false)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	t := &r.turn
 	for !r.stopped() {
 		now := time.Now()
-		if r.rescueNow.Swap(false) || !park && now.Sub(lastRescue) >= cfg.RescueInterval {
-			// Extend this node's grabs first: after an outage longer than the
-			// grab lease, deliveries of this node whose outcome is still being
-			// recorded (by this runner or one it replaced) must not be
-			// rescued and delivered a second time. With none, an idle
-			// queue's rescue is its only statement.
-			lastRescue = now
-			if r.holding() || r.d.finishing(r.name) {
-				lastExtend = now
-				r.extend()
-			}
-			r.rescue()
-		}
-		if r.keysRecount.Swap(false) {
-			r.recountKeys()
-		}
-		if r.holding() && now.Sub(lastExtend) >= cfg.GrabLease/3 {
-			lastExtend = now
-			r.extend()
-		}
+		r.upkeep(now)
 		q := r.settings.Load()
 		// hold: paused, or the node is stale (Dispatcher.fresh).
 		hold := q.Paused || !r.d.fresh()
-		var free int64
-		wait := time.Duration(q.PollingInterval) * time.Millisecond
+		var s step
 		if q.Pull() {
-			if r.ahead.len() > 0 {
-				r.giveBack() // read ahead while it was a push queue
-			}
-			r.giveBackParked()
-			again, throttled, err := r.pullTurn(q, now, hold)
-			switch {
-			case err != nil:
-				backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-				r.storeErr("grab jobs for a lease request", err)
-			case again:
-				backoff = 0
-				r.storeOK()
-				continue // more may be due, and pullers wait
-			default:
-				backoff = 0
+			s = r.pullTurn(q, now, hold)
+		} else {
+			s = r.pushTurn(q, now, hold)
+		}
+		if s.ran {
+			t.full = s.full
+			if s.err != nil {
+				t.backoff = min(max(2*t.backoff, 100*time.Millisecond), 5*time.Second)
+				r.storeErr(s.what, s.err)
+			} else {
+				t.backoff = 0
 				r.storeOK()
 			}
-			if throttled > 0 {
-				wait = min(wait, throttled)
-			}
-			full = false
-			// With every slot taken, a slot coming free serves a waiting
-			// puller.
-			free = int64(q.MaxWorkers) - r.inflight.Load()
-		} else {
-			if r.pull.ready {
-				// No longer a pull queue: its pullers get no job, and its
-				// leases hold no push slot.
-				r.answerPullers(time.Time{})
-				r.dropLeases()
-			}
-			// Pullers that came before the runner saw the queue become a
-			// pull queue wait for it; those that do not wait learn now.
-			r.answerPullers(now)
-			if (hold || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
-				// Paused, stale (the jobs may be another node's by now), or
-				// throttled since the read-ahead was grabbed: only grabs take
-				// tokens from the bucket.
-				r.giveBack()
-			}
-			if hold {
-				r.giveBackParked() // as the read-ahead
-			}
-			free = int64(q.MaxWorkers) - r.inflight.Load()
-			if free > 0 && !hold && r.ahead.len() > 0 {
-				// Deliveries ended and found the read-ahead empty before this
-				// grab refilled it: start its jobs in their slots.
-				n := int(r.takeSlots(free))
-				jobs := r.ahead.take(n)
-				r.releaseSlots(int64(n - len(jobs)))
-				r.start(jobs)
-				free -= int64(len(jobs))
-			}
-			if free > 0 && !hold && r.keysReady() {
-				// Keys with parked jobs got room with no worker slot in hand
-				// (keys.go).
-				free -= r.startReady(free)
-			}
-			if !hold && look {
-				tb := r.throttle(q, now)
-				// While draining a backlog, grab ahead of the free slots
-				// (readahead.go); refill once half the read-ahead is gone.
-				ahead, have := 0, r.ahead.len()
-				if full && tb == nil {
-					ahead = min(int(q.MaxWorkers), cfg.BatchSize)
-				}
-				slots := int(max(free, 0))
-				n := min(slots+ahead-have, cfg.BatchSize)
-				if tb != nil {
-					n = min(n, tb.available(now))
-				}
-				switch {
-				case slots > 0 && n <= 0 && tb != nil:
-					// Throttled: wait for the next token (or the poll).
-					wait = min(wait, tb.untilNext(now))
-				case n <= 0 || have > ahead/2:
-					// No free slot, and the read-ahead is full enough.
-				default:
-					gen, idle := r.grabStart()
-					mine := min(n, slots) // the jobs to start now, in free slots
-					if idle && mine > 0 {
-						// No due backlog is known, so this grab is a poll or
-						// follows a wake-up and will find few jobs: leave half
-						// the free slots to the hand-offs that arrive while it
-						// runs. Taking them all would send those jobs waiting,
-						// each waking the runner for another such grab.
-						n -= mine - max(1, mine/2)
-						mine = max(1, mine/2)
-					}
-					took := int(r.takeSlots(int64(mine)))
-					n -= mine - took
-					if n <= 0 {
-						r.grabbed(false, gen)
-						continue // hand-offs took the free slots meanwhile
-					}
-					jobs, err := r.grab(n)
-					if tb != nil {
-						tb.take(len(jobs))
-					}
-					got := len(jobs)
-					jobs = r.admit(jobs) // parks keyed jobs whose key is full
-					started := min(len(jobs), took)
-					r.releaseSlots(int64(took - started))
-					r.start(jobs[:started])
-					r.ahead.add(jobs[started:], ahead/2)
-					r.grabbed(err == nil && got < n, gen)
-					full = err == nil && got == n
-					switch {
-					case err != nil:
-						backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-						r.storeErr("grab jobs", err)
-					case got == n:
-						backoff = 0
-						r.storeOK()
-						continue // more may be due
-					default:
-						backoff = 0
-						r.storeOK()
-					}
-				}
-			}
 		}
-		// Parked: no due backlog is known, so the prober looks for due
-		// jobs, for this queue and every other idle one with one query.
-		// A throttled queue polls itself, to keep its token bucket.
-		// So does a queue with parked keyed jobs: their keys' ends on other
-		// nodes are counted at its rescues (keys.go).
-		park = !full && backoff == 0 && q.MaxDispatchesPerSecond == nil && r.parkedJobs() == 0
-		if park {
-			wait = time.Hour
-		} else {
-			wait = min(wait, cfg.RescueInterval-time.Since(lastRescue))
+		if s.again {
+			continue
 		}
-		if backoff > 0 {
-			// The database is away: back off instead of polling.
-			wait = backoff
-			lastRescue = time.Now()
-		}
-		// Wake for a new job, a free worker slot (when all were busy), the
-		// poll, or the next extension or rescue.
-		if r.holding() {
-			wait = min(wait, cfg.GrabLease/3-time.Since(lastExtend))
-		}
-		var freed chan struct{}
-		if free <= 0 || r.ahead.len() > 0 {
-			freed = r.freed
-		}
-		timer.Reset(max(wait, time.Millisecond))
-		r.parked.Store(park)
-		if park {
-			r.parking(time.Now())
-		}
-		look = true
-		select {
-		case <-r.stop:
-		case <-r.wake:
-		case <-freed:
-		case <-timer.C:
-			look = !park
-		}
-		r.parked.Store(false)
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		if !r.rest(q, s, timer) {
+			return // dormant
 		}
 	}
+	r.finish()
+}
+
+// upkeep rescues the queue's expired grabs every RescueInterval (a parked
+// runner when the prober says), extends this node's grabs every third of
+// the grab lease, and counts the keys' jobs again when a lease ended.
+func (r *runner) upkeep(now time.Time) {
+	t, cfg := &r.turn, &r.d.cfg
+	if r.probe.rescueNow.Swap(false) || !t.park && now.Sub(t.lastRescue) >= cfg.RescueInterval {
+		// Extend this node's grabs first: after an outage longer than the
+		// grab lease, deliveries of this node whose outcome is still being
+		// recorded (by this runner or one it replaced) must not be
+		// rescued and delivered a second time. With none, an idle
+		// queue's rescue is its only statement.
+		t.lastRescue = now
+		if r.holding() || r.d.finishing(r.name) {
+			t.lastExtend = now
+			r.extend()
+		}
+		r.rescue()
+	}
+	if r.keys.recount.Swap(false) {
+		r.recountKeys()
+	}
+	if r.holding() && now.Sub(t.lastExtend) >= cfg.GrabLease/3 {
+		t.lastExtend = now
+		r.extend()
+	}
+}
+
+// pushTurn is a turn of the loop for a push queue: it starts jobs of the
+// read-ahead and of keys with room in free worker slots, then grabs.
+func (r *runner) pushTurn(q *store.Queue, now time.Time, hold bool) step {
+	if r.pull.ready {
+		// No longer a pull queue: its pullers get no job, and its leases
+		// hold no push slot.
+		r.answerPullers(time.Time{})
+		r.dropLeases()
+	}
+	// Pullers that came before the runner saw the queue become a pull
+	// queue wait for it; those that do not wait learn now.
+	r.answerPullers(now)
+	if (hold || q.MaxDispatchesPerSecond != nil) && r.ahead.len() > 0 {
+		// Paused, stale (the jobs may be another node's by now), or
+		// throttled since the read-ahead was grabbed: only grabs take
+		// tokens from the bucket.
+		r.giveBack()
+	}
+	if hold {
+		r.giveBackParked() // as the read-ahead
+		return step{free: r.slots.free(q)}
+	}
+	free := r.slots.free(q)
+	if free > 0 && r.ahead.len() > 0 {
+		// Deliveries ended and found the read-ahead empty before this
+		// grab refilled it: start its jobs in their slots.
+		n := int(r.takeSlots(free))
+		jobs := r.ahead.take(n)
+		r.releaseSlots(int64(n - len(jobs)))
+		r.deliver(jobs)
+		free -= int64(len(jobs))
+	}
+	if free > 0 && r.keysReady() {
+		// Keys with parked jobs got room with no worker slot in hand
+		// (keys.go).
+		free -= r.startReady(free)
+	}
+	if !r.turn.look {
+		return step{free: free}
+	}
+	return r.fill(q, now, free)
+}
+
+// fill grabs jobs for the free worker slots, and ahead of them while the
+// queue has a backlog (readahead.go), as planGrab sizes it; it starts
+// those it has slots for.
+func (r *runner) fill(q *store.Queue, now time.Time, free int64) step {
+	tb := r.throttle(q, now)
+	tokens := -1
+	if tb != nil {
+		tokens = tb.available(now)
+	}
+	p := planGrab(int(max(free, 0)), r.ahead.len(), int(q.MaxWorkers), r.d.cfg.BatchSize, r.turn.full, tokens)
+	switch {
+	case p.throttled:
+		// Throttled: wait for the next token (or the poll).
+		return step{free: free, wait: tb.untilNext(now)}
+	case p.n <= 0:
+		// No free slot, and the read-ahead is full enough.
+		return step{free: free}
+	}
+	gen, idle := r.grabStart()
+	p = p.sharing(idle)
+	took := int(r.takeSlots(int64(p.start)))
+	n := p.n - (p.start - took)
+	if n <= 0 {
+		r.grabbed(false, gen)
+		return step{again: true} // hand-offs took the free slots meanwhile
+	}
+	jobs, err := r.grab(n)
+	if tb != nil {
+		tb.take(len(jobs))
+	}
+	got := len(jobs)
+	jobs = r.admit(jobs) // parks keyed jobs whose key is full
+	started := min(len(jobs), took)
+	r.releaseSlots(int64(took - started))
+	r.deliver(jobs[:started])
+	r.ahead.add(jobs[started:], p.ahead/2)
+	r.grabbed(err == nil && got < n, gen)
+	full := err == nil && got == n
+	return step{again: full, free: r.slots.free(q), ran: true, full: full, err: err, what: "grab jobs"}
+}
+
+// grabPlan is the size of a push queue's next grab (planGrab).
+type grabPlan struct {
+	// n is how many jobs to ask for, start how many of them to start at
+	// once in free worker slots (the rest go to the read-ahead), ahead
+	// the read-ahead's size. n <= 0: no grab.
+	n, start, ahead int
+	// throttled: slots are free, but the throttle has no token for them.
+	throttled bool
+}
+
+// planGrab sizes a grab: free worker slots, have jobs in the read-ahead,
+// batch the most a grab takes, backlog whether the last grab took all it
+// asked for, tokens the throttle's tokens (-1: not throttled). While a
+// backlog drains (and no throttle counts tokens), the grab takes jobs
+// ahead of the free slots, up to min(maxWorkers, batch), and refills once
+// half the read-ahead is gone.
+func planGrab(free, have, maxWorkers, batch int, backlog bool, tokens int) grabPlan {
+	p := grabPlan{}
+	if backlog && tokens < 0 {
+		p.ahead = min(maxWorkers, batch)
+	}
+	p.n = min(free+p.ahead-have, batch)
+	if tokens >= 0 {
+		p.n = min(p.n, tokens)
+	}
+	switch {
+	case free > 0 && p.n <= 0 && tokens >= 0:
+		return grabPlan{throttled: true}
+	case p.n <= 0 || have > p.ahead/2:
+		return grabPlan{}
+	}
+	p.start = min(p.n, free)
+	return p
+}
+
+// sharing is p when hand-off is off; when it is on (idle: no due backlog
+// is known, so the grab is a poll or follows a wake-up and will find few
+// jobs), the grab takes only half the free slots, leaving the rest to the
+// hand-offs that arrive while it runs. Taking them all would send those
+// jobs waiting, each waking the runner for another such grab.
+func (p grabPlan) sharing(idle bool) grabPlan {
+	if idle && p.start > 0 {
+		keep := max(1, p.start/2)
+		p.n -= p.start - keep
+		p.start = keep
+	}
+	return p
+}
+
+// rest waits for what comes next: a wake-up, a free worker slot (when all
+// were taken), the poll, or the next extension or rescue. A runner with
+// no due backlog known parks: the prober looks for due jobs, for this
+// queue and every other idle one with one query. A throttled queue polls
+// itself, to keep its token bucket; so does a queue with parked keyed
+// jobs: their keys' ends on other nodes are counted at its rescues
+// (keys.go). A parked runner with nothing to time goes dormant: rest
+// reports false, and the goroutine ends.
+func (r *runner) rest(q *store.Queue, s step, timer *time.Timer) bool {
+	t, cfg := &r.turn, &r.d.cfg
+	wait := time.Duration(q.PollingInterval) * time.Millisecond
+	if s.wait > 0 {
+		wait = min(wait, s.wait)
+	}
+	t.park = !t.full && t.backoff == 0 && q.MaxDispatchesPerSecond == nil && r.parkedJobs() == 0
+	if t.park {
+		wait = time.Hour
+	} else {
+		wait = min(wait, cfg.RescueInterval-time.Since(t.lastRescue))
+	}
+	if t.backoff > 0 {
+		// The database is away: back off instead of polling.
+		wait = t.backoff
+		t.lastRescue = time.Now()
+	}
+	if r.holding() {
+		wait = min(wait, cfg.GrabLease/3-time.Since(t.lastExtend))
+	}
+	var freed chan struct{}
+	if s.free <= 0 || r.ahead.len() > 0 {
+		freed = r.slots.freed
+	}
+	t.look = true
+	if t.park && freed == nil && wait == time.Hour {
+		return !r.doze()
+	}
+	timer.Reset(max(wait, time.Millisecond))
+	r.probe.parked.Store(t.park)
+	if t.park {
+		r.parking(time.Now())
+	}
+	select {
+	case <-r.stop:
+	case <-r.wake:
+	case <-freed:
+	case <-timer.C:
+		t.look = !t.park
+	}
+	r.probe.parked.Store(false)
+	if !timer.Stop() {
+		select {
+		case <-timer.C:
+		default:
+		}
+	}
+	return true
+}
+
+// doze makes the runner dormant and reports whether it is, or whether its
+// loop goes on: a wake-up or the stop came as it went. A rouse after life
+// says dormant starts a new goroutine; one before it left a wake-up, or
+// the stop, which doze takes. The turn state is written before life is.
+func (r *runner) doze() bool {
+	r.probe.parked.Store(true)
+	r.parking(time.Now())
+	r.life.Store(lifeDormant)
+	select {
+	case <-r.wake:
+	default:
+		if !r.stopped() {
+			return true
+		}
+	}
+	// Go on, unless a rouse already started another goroutine, which
+	// turns as this one would have.
+	if !r.life.CompareAndSwap(lifeDormant, lifeRunning) {
+		return true
+	}
+	r.probe.parked.Store(false)
+	return false
+}
+
+// finish ends the loop for good: it gives back what it holds undelivered,
+// answers the pullers, and waits for the deliveries in flight.
+func (r *runner) finish() {
 	r.giveBack()
 	r.giveBackParked()
 	r.answerPullers(time.Time{})
-	r.drain(lastExtend)
+	r.drain(r.turn.lastExtend)
+	close(r.done)
 }
 
 // drain keeps the grabs of the deliveries still in flight extended until
 // they finish.
 func (r *runner) drain(lastExtend time.Time) {
 	finished := make(chan struct{})
-	go func() { r.wg.Wait(); close(finished) }()
+	go func() { r.slots.wg.Wait(); close(finished) }()
 	every := r.d.cfg.GrabLease / 3
 	t := time.NewTimer(max(every-time.Since(lastExtend), time.Millisecond))
 	defer t.Stop()
@@ -368,7 +479,7 @@ func (r *runner) drain(lastExtend time.Time) {
 // keys.go holds back.
 func (r *runner) grab(n int) ([]*store.Job, error) {
 	p := &store.JobsGrabParams{Queue: r.name, Node: r.d.cfg.Node, Limit: n, Lease: r.d.cfg.GrabLease}
-	if t := r.keys.Load(); t != nil {
+	if t := r.keys.table.Load(); t != nil {
 		p.SkipKeys, p.NoKeys = t.skipped()
 	}
 	return r.grabWith(p)
@@ -387,7 +498,7 @@ func (r *runner) grabWith(p *store.JobsGrabParams) ([]*store.Job, error) {
 
 func (r *runner) rescue() {
 	r.expireLeases()
-	r.keysRecount.Store(false) // the expired leases are counted here
+	r.keys.recount.Store(false) // the expired leases are counted here
 	r.recountKeys()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -409,11 +520,11 @@ func (r *runner) extend() {
 	}
 }
 
-// start delivers grabbed jobs; their worker slots were taken before the
+// deliver delivers grabbed jobs; their worker slots were taken before the
 // grab.
-func (r *runner) start(jobs []*store.Job) {
+func (r *runner) deliver(jobs []*store.Job) {
 	for _, j := range jobs {
-		r.wg.Go(func() { r.work(j) })
+		r.slots.wg.Go(func() { r.work(j) })
 	}
 }
 
@@ -421,5 +532,5 @@ func (r *runner) start(jobs []*store.Job) {
 // flight, read-ahead or parked jobs (a pulled job's slot holds a lease,
 // which no node extends).
 func (r *runner) holding() bool {
-	return r.inflight.Load()-r.pull.held.Load() > 0 || r.ahead.len() > 0 || r.parkedJobs() > 0
+	return r.slots.inflight.Load()-r.pull.held.Load() > 0 || r.ahead.len() > 0 || r.parkedJobs() > 0
 }

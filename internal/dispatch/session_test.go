@@ -15,7 +15,7 @@ import (
 func TestFresh_StaleNodeHandsNothingOff(t *testing.T) {
 	d := New(Config{Store: dbtest.Open(t, "sqlite"), Node: "n1", Handoff: true, NodeTTL: time.Second})
 	t.Cleanup(func() { d.Stop(context.Background()) })
-	d.sync([]*store.Queue{{Name: "q", MaxWorkers: 2, PollingInterval: 1000}}, 0)
+	d.sync(readAll([]*store.Queue{{Name: "q", MaxWorkers: 2, PollingInterval: 1000}}), 0)
 	r := d.runners["q"]
 	gen, _ := r.grabStart()
 	r.grabbed(true, gen) // a short grab: no backlog, hand-off may start

@@ -80,10 +80,10 @@ func (d *Dispatcher) toYield(led []*store.Queue, n int) []string {
 		switch {
 		case r == nil:
 			return 0
-		case r.parked.Load() && r.inflight.Load() == 0:
+		case r.probe.parked.Load() && r.slots.inflight.Load() == 0:
 			return 1
 		default:
-			return 2 + r.inflight.Load()
+			return 2 + r.slots.inflight.Load()
 		}
 	}
 	order := slices.Clone(led)

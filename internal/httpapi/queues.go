@@ -150,6 +150,7 @@ func (a *API) deleteQueue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound(err, "queue %q does not exist", name)
 	}
+	a.cfg.Dispatcher.Changed(name) // its leader stops its runner
 	return toQueueJSON(q), nil
 }
 

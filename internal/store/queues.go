@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // QueueStore keeps queues' settings and which node leads each.
 type QueueStore interface {
@@ -27,8 +30,10 @@ type QueueStore interface {
 	// registered and live. Of two nodes claiming at once, only one leads
 	// each queue.
 	QueuesClaim(ctx context.Context, p *QueuesClaimParams) error
-	// QueuesLed returns the queues whose leader is node, ordered by name.
-	QueuesLed(ctx context.Context, node string) ([]*Queue, error)
+	// QueuesLed returns the queues whose leader is p.Node, ordered by name:
+	// all of them, or, with p.Since, those whose settings changed at or
+	// after it. Since is the database's clock: the At of an earlier read.
+	QueuesLed(ctx context.Context, p *QueuesLedParams) (*LedQueues, error)
 	// QueuesRelease gives up every queue led by node.
 	QueuesRelease(ctx context.Context, node string) error
 	// QueuesYield gives up the queues of p.Queues that p.Node leads, so
@@ -95,4 +100,22 @@ type QueuesYieldParams struct {
 type QueueListParams struct {
 	After string // "" from the first
 	Limit int    // 0: no limit
+}
+
+// QueuesLedParams are the arguments of QueueStore.QueuesLed.
+type QueuesLedParams struct {
+	Node string
+	// Since, if not zero, leaves out the queues whose settings last
+	// changed before it.
+	Since time.Time
+}
+
+// LedQueues is a read of the queues a node leads (QueueStore.QueuesLed).
+type LedQueues struct {
+	Queues []*Queue
+	// At is the database's clock at the read; zero when it found no queue.
+	// A statement that changed settings before At, but committed after
+	// the read, has At a little after its change: a later read from At
+	// minus a few seconds sees it.
+	At time.Time
 }

@@ -30,13 +30,17 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 
 const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery"
 
-func scanQueue(sc sqldb.Scanner) (*store.Queue, error) {
+func scanQueue(sc sqldb.Scanner) (*store.Queue, error) { return scanQueueAnd(sc) }
+
+// scanQueueAnd scans queueCols, then more columns into extra.
+func scanQueueAnd(sc sqldb.Scanner, extra ...any) (*store.Queue, error) {
 	var (
 		q     store.Queue
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	if err := sc.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery); err != nil {
+	dest := append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery}, extra...)
+	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if rate.Valid {
@@ -142,13 +146,26 @@ func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) err
 	return nil
 }
 
-// QueuesLed returns the queues whose leader is node, ordered by name.
-func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
-	qs, err := s.queryQueues(ctx, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = ? ORDER BY name`, node)
-	if err != nil {
-		return nil, fmt.Errorf("list queues led by node %q: %w", node, mapErr(err))
+// QueuesLed returns the queues whose leader is p.Node (whose settings
+// changed at or after p.Since, if set), ordered by name, and NOW(6) at the
+// read. It walks the index (leader, updated_at).
+func (s *Store) QueuesLed(ctx context.Context, p *store.QueuesLedParams) (*store.LedQueues, error) {
+	var (
+		out store.LedQueues
+		err error
+	)
+	scan := func(sc sqldb.Scanner) (*store.Queue, error) { return scanQueueAnd(sc, &out.At) }
+	if p.Since.IsZero() {
+		out.Queues, err = sqldb.QueryAll(ctx, s.db, scan, `/* rowq:queues.led */
+			SELECT `+queueCols+`, NOW(6) FROM queues WHERE leader = ? ORDER BY name`, p.Node)
+	} else {
+		out.Queues, err = sqldb.QueryAll(ctx, s.db, scan, `/* rowq:queues.led_since */
+			SELECT `+queueCols+`, NOW(6) FROM queues WHERE leader = ? AND updated_at >= ? ORDER BY name`, p.Node, p.Since)
 	}
-	return qs, nil
+	if err != nil {
+		return nil, fmt.Errorf("list queues led by node %q: %w", p.Node, mapErr(err))
+	}
+	return &out, nil
 }
 
 // QueuesRelease gives up every queue led by node.

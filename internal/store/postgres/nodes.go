@@ -146,7 +146,7 @@ func scanNode(row pgx.CollectableRow) (*store.Node, error) {
 }
 
 // NodesLive returns the live nodes with the number of queues each leads
-// (one look into queues_leader per node), and the number of queues.
+// (one look into queues_leader_updated per node), and the number of queues.
 func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
 	var c store.Cluster
 	n, err := queryOne(ctx, s, pgx.RowTo[int], `/* rowq:nodes.live */ SELECT count(*) FROM queues`)
@@ -169,7 +169,7 @@ func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
 }
 
 // NodesGlance returns the live node ids and whether a queue is free, in
-// one statement: a short read of nodes, and a probe of queues_leader that
+// one statement: a short read of nodes, and a probe of queues_leader_updated that
 // adds a NULL row when a queue has no leader (store.GlanceOf).
 func (s *Store) NodesGlance(ctx context.Context) (*store.Glance, error) {
 	rows, err := queryAll(ctx, s, pgx.RowTo[*string], `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > now()

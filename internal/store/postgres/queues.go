@@ -22,9 +22,12 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 
 const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery`
 
-func scanQueue(row pgx.CollectableRow) (*store.Queue, error) {
+func scanQueue(row pgx.CollectableRow) (*store.Queue, error) { return scanQueueAnd(row) }
+
+// scanQueueAnd scans queueCols, then more columns into extra.
+func scanQueueAnd(row pgx.CollectableRow, extra ...any) (*store.Queue, error) {
 	var q store.Queue
-	err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused, &q.Delivery)
+	err := row.Scan(append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused, &q.Delivery}, extra...)...)
 	return &q, err
 }
 
@@ -124,13 +127,26 @@ func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) err
 	return nil
 }
 
-// QueuesLed returns the queues whose leader is node, ordered by name.
-func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
-	qs, err := queryAll(ctx, s, scanQueue, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = $1 ORDER BY name`, node)
-	if err != nil {
-		return nil, fmt.Errorf("list queues led by node %q: %w", node, mapErr(err))
+// QueuesLed returns the queues whose leader is p.Node (whose settings
+// changed at or after p.Since, if set), ordered by name, and now() at the
+// read. It walks the index (leader, updated_at).
+func (s *Store) QueuesLed(ctx context.Context, p *store.QueuesLedParams) (*store.LedQueues, error) {
+	var (
+		out store.LedQueues
+		err error
+	)
+	scan := func(row pgx.CollectableRow) (*store.Queue, error) { return scanQueueAnd(row, &out.At) }
+	if p.Since.IsZero() {
+		out.Queues, err = queryAll(ctx, s, scan, `/* rowq:queues.led */
+			SELECT `+queueCols+`, now() FROM queues WHERE leader = $1 ORDER BY name`, p.Node)
+	} else {
+		out.Queues, err = queryAll(ctx, s, scan, `/* rowq:queues.led_since */
+			SELECT `+queueCols+`, now() FROM queues WHERE leader = $1 AND updated_at >= $2 ORDER BY name`, p.Node, p.Since)
 	}
-	return qs, nil
+	if err != nil {
+		return nil, fmt.Errorf("list queues led by node %q: %w", p.Node, mapErr(err))
+	}
+	return &out, nil
 }
 
 // QueuesRelease gives up every queue led by node.

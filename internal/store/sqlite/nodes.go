@@ -216,7 +216,7 @@ func (s *Store) NodesLive(ctx context.Context) (*store.Cluster, error) {
 }
 
 // NodesGlance returns the live node ids and whether a queue is free, in
-// one statement: a short read of nodes, and a probe of queues_leader that
+// one statement: a short read of nodes, and a probe of queues_leader_updated that
 // adds a NULL row when a queue has no leader (store.GlanceOf).
 func (s *Store) NodesGlance(ctx context.Context) (*store.Glance, error) {
 	rows, err := sqldb.QueryAll(ctx, s.r, sqldb.ScanNullString, `/* rowq:nodes.glance */ SELECT id FROM nodes WHERE expires_at > ?

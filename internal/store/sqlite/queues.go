@@ -118,13 +118,29 @@ func (s *Store) QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) err
 	return nil
 }
 
-// QueuesLed returns the queues the node leads.
-func (s *Store) QueuesLed(ctx context.Context, node string) ([]*store.Queue, error) {
-	qs, err := queryQueues(ctx, s.r, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = ? ORDER BY name`, node)
-	if err != nil {
-		return nil, fmt.Errorf("list queues led by %q: %w", node, err)
+// QueuesLed returns the queues whose leader is p.Node (whose settings
+// changed at or after p.Since, if set), ordered by name, and the clock at
+// the read. It walks the index (leader, updated_at).
+func (s *Store) QueuesLed(ctx context.Context, p *store.QueuesLedParams) (*store.LedQueues, error) {
+	var (
+		qs  []*store.Queue
+		err error
+	)
+	now := s.micros()
+	if p.Since.IsZero() {
+		qs, err = queryQueues(ctx, s.r, `/* rowq:queues.led */ SELECT `+queueCols+` FROM queues WHERE leader = ? ORDER BY name`, p.Node)
+	} else {
+		qs, err = queryQueues(ctx, s.r, `/* rowq:queues.led_since */
+			SELECT `+queueCols+` FROM queues WHERE leader = ? AND updated_at >= ? ORDER BY name`, p.Node, p.Since.UnixMicro())
 	}
-	return qs, nil
+	if err != nil {
+		return nil, fmt.Errorf("list queues led by %q: %w", p.Node, err)
+	}
+	out := &store.LedQueues{Queues: qs}
+	if len(qs) > 0 {
+		out.At = fromMicros(now)
+	}
+	return out, nil
 }
 
 // QueuesRelease gives up the node's queues.

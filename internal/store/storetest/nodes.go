@@ -40,10 +40,10 @@ func testLeadership(t *testing.T, s store.Store) {
 	heartbeat(t, s, "n2", time.Minute)
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1"}))
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2"}))
-	if led := must(s.QueuesLed(ctx, "n1"))(t); len(led) != 2 || led[0].Name != "a" || led[0].MaxWorkers != 20 {
+	if led := ledBy(t, s, "n1"); len(led) != 2 || led[0].Name != "a" || led[0].MaxWorkers != 20 {
 		t.Fatalf("n1 leads %+v, want a and b", led)
 	}
-	if led := must(s.QueuesLed(ctx, "n2"))(t); len(led) != 0 {
+	if led := ledBy(t, s, "n2"); len(led) != 0 {
 		t.Fatalf("n2 leads %+v while n1 is alive", led)
 	}
 	leader := must(s.QueueLeader(ctx, "a"))(t)
@@ -53,7 +53,7 @@ func testLeadership(t *testing.T, s store.Store) {
 	// A new queue is claimed by the next claim.
 	putQueue(t, s, "c")
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2"}))
-	if led := must(s.QueuesLed(ctx, "n2"))(t); len(led) != 1 || led[0].Name != "c" {
+	if led := ledBy(t, s, "n2"); len(led) != 1 || led[0].Name != "c" {
 		t.Fatalf("n2 leads %+v, want c", led)
 	}
 	// n1 stops heartbeating: n2 takes over once n1's registration expires.
@@ -62,20 +62,20 @@ func testLeadership(t *testing.T, s store.Store) {
 		t.Fatalf("QueueLeader of expired node err = %v", err)
 	}
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2"}))
-	if led := must(s.QueuesLed(ctx, "n2"))(t); len(led) != 3 {
+	if led := ledBy(t, s, "n2"); len(led) != 3 {
 		t.Fatalf("n2 leads %+v after takeover, want 3", led)
 	}
-	if led := must(s.QueuesLed(ctx, "n1"))(t); len(led) != 0 {
+	if led := ledBy(t, s, "n1"); len(led) != 0 {
 		t.Fatalf("expired n1 still leads %+v", led)
 	}
 	// Release hands the queues back to the pool; deleting the node too.
 	ok(t, s.QueuesRelease(ctx, "n2"))
-	if led := must(s.QueuesLed(ctx, "n2"))(t); len(led) != 0 {
+	if led := ledBy(t, s, "n2"); len(led) != 0 {
 		t.Fatalf("n2 leads %+v after release", led)
 	}
 	heartbeat(t, s, "n3", time.Minute)
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n3"}))
-	if led := must(s.QueuesLed(ctx, "n3"))(t); len(led) != 3 {
+	if led := ledBy(t, s, "n3"); len(led) != 3 {
 		t.Fatalf("n3 leads %+v after release, want 3", led)
 	}
 	ok(t, s.NodeDelete(ctx, "n3"))
@@ -84,12 +84,12 @@ func testLeadership(t *testing.T, s store.Store) {
 	}
 	heartbeat(t, s, "n4", time.Minute)
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n4"}))
-	if led := must(s.QueuesLed(ctx, "n4"))(t); len(led) != 3 {
+	if led := ledBy(t, s, "n4"); len(led) != 3 {
 		t.Fatalf("n4 leads %+v after n3 deleted, want 3", led)
 	}
 	// An unregistered node claims nothing.
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "ghost"}))
-	if led := must(s.QueuesLed(ctx, "ghost"))(t); len(led) != 0 {
+	if led := ledBy(t, s, "ghost"); len(led) != 0 {
 		t.Fatalf("unregistered node leads %+v", led)
 	}
 }
@@ -115,7 +115,7 @@ func testLeadershipConcurrent(t *testing.T, s store.Store) {
 	}
 	led := map[string]string{}
 	for _, n := range nodes {
-		for _, q := range must(s.QueuesLed(ctx, n))(t) {
+		for _, q := range ledBy(t, s, n) {
 			if prev, dup := led[q.Name]; dup {
 				t.Fatalf("queue %s led by %s and %s", q.Name, prev, n)
 			}
@@ -352,7 +352,7 @@ func sessionChild(t *testing.T, s store.Store) {
 func ledNames(t *testing.T, s store.Store, node string) []string {
 	t.Helper()
 	var names []string
-	for _, q := range must(s.QueuesLed(ctxT(t), node))(t) {
+	for _, q := range ledBy(t, s, node) {
 		names = append(names, q.Name)
 	}
 	return names

@@ -41,7 +41,7 @@ func testPullQueueDelivery(t *testing.T, s store.Store) {
 	}
 	ok(t, s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "n1", Host: "h", TTL: time.Minute}))
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1"}))
-	list := must(s.QueuesLed(ctx, "n1"))(t)
+	list := ledBy(t, s, "n1")
 	var pulls []string
 	for _, q := range list {
 		if q.Pull() {

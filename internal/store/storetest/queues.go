@@ -14,6 +14,75 @@ var queueTests = []conformanceTest{
 	{"Queue_PutGetListDelete", testQueueCRUD},
 	{"Queue_Ensure", testQueueEnsure},
 	{"Queue_Paused", testQueuePaused},
+	{"Queue_LedSince", testQueuesLedSince},
+}
+
+// ledBy returns the queues node leads (QueuesLed, every one).
+func ledBy(t *testing.T, s store.Store, node string) []*store.Queue {
+	t.Helper()
+	return must(s.QueuesLed(ctxT(t), &store.QueuesLedParams{Node: node}))(t).Queues
+}
+
+// testQueuesLedSince: a read since an earlier read's At returns the
+// queues led whose settings changed since (put, pause), and none of those
+// that did not change nor of those another node leads.
+func testQueuesLedSince(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	for _, name := range []string{"a", "b", "c"} {
+		putQueue(t, s, name)
+	}
+	heartbeat(t, s, "n1", time.Minute)
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1", Limit: 2})) // a, b
+	heartbeat(t, s, "n2", time.Minute)
+	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n2"})) // c
+	first := must(s.QueuesLed(ctx, &store.QueuesLedParams{Node: "n1"}))(t)
+	if len(first.Queues) != 2 || first.At.IsZero() {
+		t.Fatalf("QueuesLed(n1) = %d queues at %v, want a and b at the read's time", len(first.Queues), first.At)
+	}
+	if drift := time.Since(first.At); drift > time.Minute || drift < -time.Minute {
+		t.Fatalf("QueuesLed At = %v, a minute or more from now", first.At)
+	}
+	names := func(qs []*store.Queue) []string {
+		var out []string
+		for _, q := range qs {
+			out = append(out, q.Name)
+		}
+		return out
+	}
+	// Nothing changed since: none (the clock has moved on past At, on a
+	// database whose clock ticks in microseconds).
+	waitPast(t, s, first.At)
+	since := must(s.QueuesLed(ctx, &store.QueuesLedParams{Node: "n1", Since: first.At.Add(time.Microsecond)}))(t)
+	if got := names(since.Queues); len(got) != 0 {
+		t.Fatalf("QueuesLed since the last read = %v, want none", got)
+	}
+	must(s.QueuePut(ctx, &store.Queue{Name: "b", PollingInterval: 300, MaxWorkers: 7}))(t)
+	must(s.QueuePut(ctx, &store.Queue{Name: "c", PollingInterval: 300, MaxWorkers: 7}))(t) // n2's
+	since = must(s.QueuesLed(ctx, &store.QueuesLedParams{Node: "n1", Since: first.At.Add(time.Microsecond)}))(t)
+	if got := names(since.Queues); len(got) != 1 || got[0] != "b" || since.Queues[0].MaxWorkers != 7 {
+		t.Fatalf("QueuesLed since a put = %v, want [b] with max_workers 7", got)
+	}
+	if !since.At.After(first.At) {
+		t.Fatalf("QueuesLed At = %v, not after the first read's %v", since.At, first.At)
+	}
+	waitPast(t, s, since.At)
+	must(s.QueueSetPaused(ctx, "a", true))(t)
+	paused := must(s.QueuesLed(ctx, &store.QueuesLedParams{Node: "n1", Since: since.At.Add(time.Microsecond)}))(t)
+	if got := names(paused.Queues); len(got) != 1 || got[0] != "a" || !paused.Queues[0].Paused {
+		t.Fatalf("QueuesLed since a pause = %v, want [a] paused", got)
+	}
+}
+
+// waitPast waits until the database's clock has passed at.
+func waitPast(t *testing.T, s store.Store, at time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for must(s.Now(ctxT(t)))(t).Sub(at) <= time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database's clock did not pass %v", at)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func testQueueCRUD(t *testing.T, s store.Store) {
@@ -99,7 +168,7 @@ func testQueuePaused(t *testing.T, s store.Store) {
 	}
 	heartbeat(t, s, "n", time.Minute)
 	ok(t, s.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n"}))
-	if led := must(s.QueuesLed(ctx, "n"))(t); len(led) != 1 || !led[0].Paused {
+	if led := ledBy(t, s, "n"); len(led) != 1 || !led[0].Paused {
 		t.Fatalf("QueuesLed = %+v, want q paused", led)
 	}
 	if qs := must(s.QueueList(ctx, &store.QueueListParams{}))(t); len(qs) != 1 || !qs[0].Paused {
