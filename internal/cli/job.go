@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,20 +9,68 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/rowq/rowq/client"
 	"github.com/rowq/rowq/rowqtype"
 )
 
-// Verbs for rowq's additions to Fireworq's queues (docs/jobs.md):
-// pausing queues, batch enqueue, and bulk retry and purge of the failure
-// log. They are listed in queueSubs, jobSubs and failedSubs.
+// jobCmd is `rowq job`.
+func jobCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("job", jobSubs, args, stdout, stderr)
+}
 
-// stdin is where push-batch reads --file -; a variable for tests.
-var stdin io.Reader = os.Stdin
+func jobTable(js ...*rowqtype.Job) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tSTATUS\tCATEGORY\tNEXT_TRY\tFAILS\tURL")
+		for _, j := range js {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d/%d\t%s\n", j.ID, j.Status, j.Category, since(j.NextTry), j.FailCount, j.MaxRetries, j.URL)
+		}
+	}
+}
 
-// queuePauseVerb is `rowq queue pause|resume NAME`.
-func queuePauseVerb(pause bool) func(s *session, args []string) error {
-	return func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "NAME")
+var jobSubs = []subcommand{
+	{"push", "CATEGORY --url URL [flags]", "enqueue a job", func(s *session, args []string) error {
+		u := s.fs.String("url", "", "worker URL (required)")
+		payload := s.fs.String("payload", "", "payload, as JSON")
+		runAfter := s.fs.Int("run-after", 0, "seconds before the first delivery")
+		retries := s.fs.Int("max-retries", 0, "retries after a failure")
+		delay := s.fs.Int("retry-delay", 0, "seconds between retries")
+		timeout := s.fs.Int("timeout", 0, "seconds a delivery may take (0: none)")
+		options := jobOptionFlags(s)
+		pos, err := s.parse(args, 1, "CATEGORY")
+		if err != nil {
+			return err
+		}
+		job := &rowqtype.JobRequest{URL: *u, RunAfter: nonZero(*runAfter), MaxRetries: nonZero(*retries),
+			RetryDelay: nonZero(*delay), Timeout: nonZero(*timeout)}
+		options(job)
+		if *payload != "" {
+			if !json.Valid([]byte(*payload)) {
+				return fmt.Errorf("--payload: not JSON: %q (a string needs quotes: '\"text\"')", *payload)
+			}
+			job.Payload = json.RawMessage(*payload)
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		j, err := c.PushJob(ctx, pos[0], job)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, j, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tURL")
+			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, j.URL)
+			existingNote(w, j)
+		})
+	}},
+	{"push-batch", "--file F|-", `enqueue {"jobs": [...]} in one transaction (POST /jobs)`, jobPushBatch},
+	{"ls", "QUEUE [--state waiting|deferred|grabbed] [flags]", "list jobs of a queue", func(s *session, args []string) error {
+		state := s.fs.String("state", client.JobsWaiting, "waiting (due now), deferred (due later) or grabbed (being delivered)")
+		opts := listFlags(s.fs, "desc (latest next_try first) or asc")
+		all := s.fs.Bool("all", false, "follow the pages to the end")
+		pos, err := s.parse(args, 1, "QUEUE")
 		if err != nil {
 			return err
 		}
@@ -31,16 +80,60 @@ func queuePauseVerb(pause bool) func(s *session, args []string) error {
 		if err != nil {
 			return err
 		}
-		var q *rowqtype.Queue
-		if pause {
-			q, err = c.PauseQueue(ctx, pos[0])
-		} else {
-			q, err = c.ResumeQueue(ctx, pos[0])
+		page, err := c.ListJobs(ctx, pos[0], *state, opts)
+		for err == nil && *all && page.NextCursor != "" {
+			opts.Cursor = page.NextCursor
+			var next *rowqtype.JobPage
+			if next, err = c.ListJobs(ctx, pos[0], *state, opts); err == nil {
+				page.Jobs, page.NextCursor = append(page.Jobs, next.Jobs...), next.NextCursor
+			}
 		}
 		if err != nil {
 			return err
 		}
-		return s.r.print(s.stdout, q, queueTable(q))
+		return s.r.print(s.stdout, page, func(w io.Writer) {
+			jobTable(page.Jobs...)(w)
+			if page.NextCursor != "" {
+				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+			}
+		})
+	}},
+	{"get", "QUEUE ID", "show a job", oneJob((*client.Client).Job)},
+	{"rm", "QUEUE ID", "delete a job, whatever its state", oneJob((*client.Client).DeleteJob)},
+}
+
+// oneJob is the run of a verb that takes QUEUE ID and makes one call.
+func oneJob(op func(*client.Client, context.Context, string, int64) (*rowqtype.Job, error)) func(*session, []string) error {
+	return simple(2, "QUEUE ID", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		id, err := parseID(pos[1])
+		if err != nil {
+			return nil, nil, err
+		}
+		j, err := op(c, ctx, pos[0], id)
+		return j, func(w io.Writer) {
+			jobTable(j)(w)
+			if len(j.Payload) > 0 {
+				fmt.Fprintf(w, "payload: %s\n", j.Payload)
+			}
+		}, err
+	})
+}
+
+// jobOptionFlags adds the flags of rowq's job fields to push; the function
+// it returns sets them on a job once the flags are parsed.
+func jobOptionFlags(s *session) func(job *rowqtype.JobRequest) {
+	priority := s.fs.Int("priority", 0, "-1000..1000: due jobs of a queue go out highest priority first")
+	uniqueKey := s.fs.String("unique-key", "", "while a job of the queue with this key is pending, pushing again returns that job")
+	backoff := s.fs.String("retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")
+	delayMax := s.fs.Int("retry-delay-max", 0, "seconds: the cap of an exponential delay (0: the server's, 30 days)")
+	jitter := s.fs.Float64("retry-jitter", 0, "0..1: spread each retry delay by up to ± this fraction")
+	ckey := s.fs.String("concurrency-key", "", "at most --concurrency-limit jobs of the queue with this key are in delivery at once")
+	climit := s.fs.Int("concurrency-limit", 0, "1..10000, with --concurrency-key (0: the server's, 1)")
+	ordered := s.fs.Bool("ordered", false, "with --concurrency-key: the key's jobs go one at a time, in enqueue order")
+	return func(job *rowqtype.JobRequest) {
+		job.Priority, job.UniqueKey, job.RetryBackoff = nonZero(*priority), nonZero(*uniqueKey), nonZero(*backoff)
+		job.RetryDelayMax, job.RetryJitter = nonZero(*delayMax), nonZero(*jitter)
+		job.ConcurrencyKey, job.ConcurrencyLimit, job.Ordered = nonZero(*ckey), nonZero(*climit), nonZero(*ordered)
 	}
 }
 
@@ -110,90 +203,8 @@ func readBatch(r io.Reader) ([]*rowqtype.BatchJob, error) {
 	return body.Jobs, nil
 }
 
-// failedBulkVerb is `rowq failed retry|purge QUEUE [ID…|--all]`: the
-// entries named, or every entry with --all. Purging needs one or the
-// other, so that a forgotten ID never empties a log; retrying does too,
-// for symmetry. It fails (after printing the count) when some named
-// entries were not in the log.
-func failedBulkVerb(retry bool) func(s *session, args []string) error {
-	return func(s *session, args []string) error {
-		all := s.fs.Bool("all", false, "every entry of the queue's failure log")
-		pos, err := s.parseRange(args, 1, 1+maxCLIBulkIDs, "QUEUE and IDs, or QUEUE --all")
-		if err != nil {
-			return err
-		}
-		queue, rest := pos[0], pos[1:]
-		verb := "purge"
-		if retry {
-			verb = "retry"
-		}
-		switch {
-		case *all && len(rest) > 0:
-			return fmt.Errorf("failed %s: give IDs or --all, not both", verb)
-		case !*all && len(rest) == 0:
-			return fmt.Errorf("failed %s: name the entries (IDs from rowq failed ls) or pass --all for every entry of %q", verb, queue)
-		}
-		var ids []int64
-		seen := map[int64]bool{}
-		for _, a := range rest {
-			id, err := parseID(a)
-			if err != nil {
-				return err
-			}
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		var n int
-		key := "deleted"
-		if retry {
-			key = "retried"
-			n, err = c.RetryFailedJobs(ctx, queue, ids)
-		} else {
-			n, err = c.DeleteFailedJobs(ctx, queue, ids)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.r.print(s.stdout, map[string]int{key: n}, func(w io.Writer) {
-			fmt.Fprintf(w, "%s %d failure log entries of queue %s\n", key, n, queue)
-		}); err != nil {
-			return err
-		}
-		if ids != nil && n < len(ids) {
-			return fmt.Errorf("failed %s: %d of the %d entries named were not in the failure log of queue %q", verb, len(ids)-n, len(ids), queue)
-		}
-		return nil
-	}
-}
-
-// maxCLIBulkIDs is the server's bound on ids in one bulk request.
-const maxCLIBulkIDs = 10_000
-
-// jobOptionFlags adds the flags of rowq's job fields to push; the function
-// it returns sets them on a job once the flags are parsed.
-func jobOptionFlags(s *session) func(job *rowqtype.JobRequest) {
-	priority := s.fs.Int("priority", 0, "-1000..1000: due jobs of a queue go out highest priority first")
-	uniqueKey := s.fs.String("unique-key", "", "while a job of the queue with this key is pending, pushing again returns that job")
-	backoff := s.fs.String("retry-backoff", "", "fixed (default: every retry waits --retry-delay) or exponential")
-	delayMax := s.fs.Int("retry-delay-max", 0, "seconds: the cap of an exponential delay (0: the server's, 30 days)")
-	jitter := s.fs.Float64("retry-jitter", 0, "0..1: spread each retry delay by up to ± this fraction")
-	ckey := s.fs.String("concurrency-key", "", "at most --concurrency-limit jobs of the queue with this key are in delivery at once")
-	climit := s.fs.Int("concurrency-limit", 0, "1..10000, with --concurrency-key (0: the server's, 1)")
-	ordered := s.fs.Bool("ordered", false, "with --concurrency-key: the key's jobs go one at a time, in enqueue order")
-	return func(job *rowqtype.JobRequest) {
-		job.Priority, job.UniqueKey, job.RetryBackoff = nonZero(*priority), nonZero(*uniqueKey), nonZero(*backoff)
-		job.RetryDelayMax, job.RetryJitter = nonZero(*delayMax), nonZero(*jitter)
-		job.ConcurrencyKey, job.ConcurrencyLimit, job.Ordered = nonZero(*ckey), nonZero(*climit), nonZero(*ordered)
-	}
-}
+// stdin is where push-batch reads --file -; a variable for tests.
+var stdin io.Reader = os.Stdin
 
 // existing reports whether a push returned a pending job that held its
 // unique key instead of a new one.

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rowq/rowq/client"
+	"github.com/rowq/rowq/rowqtype"
+)
+
+// routingCmd is `rowq routing`.
+func routingCmd(args []string, stdout, stderr io.Writer) error {
+	return dispatchSub("routing", routingSubs, args, stdout, stderr)
+}
+
+func routingTable(rs ...*rowqtype.Routing) func(w io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintln(w, "CATEGORY\tQUEUE")
+		for _, r := range rs {
+			fmt.Fprintf(w, "%s\t%s\n", r.JobCategory, r.QueueName)
+		}
+	}
+}
+
+var routingSubs = []subcommand{
+	{"ls", "", "list routings", func(s *session, args []string) error {
+		if _, err := s.parse(args, 0, "no arguments"); err != nil {
+			return err
+		}
+		ctx, cancel := s.r.context()
+		defer cancel()
+		c, err := s.r.client()
+		if err != nil {
+			return err
+		}
+		rs, err := c.Routings(ctx)
+		if err != nil {
+			return err
+		}
+		return s.r.print(s.stdout, rs, routingTable(rs...))
+	}},
+	{"get", "CATEGORY", "show a routing", simple(1, "CATEGORY", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.Routing(ctx, pos[0])
+		return r, routingTable(r), err
+	})},
+	{"put", "CATEGORY QUEUE", "route a category to a queue", simple(2, "CATEGORY QUEUE", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.PutRouting(ctx, pos[0], pos[1])
+		return r, routingTable(r), err
+	})},
+	{"rm", "CATEGORY", "delete a routing", simple(1, "CATEGORY", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
+		r, err := c.DeleteRouting(ctx, pos[0])
+		return r, routingTable(r), err
+	})},
+}
