@@ -20,6 +20,16 @@ func startServer(t *testing.T) string {
 	return startServerOn(t, "sqlite://"+filepath.Join(t.TempDir(), "rowq.db"), nil)
 }
 
+// startServerWithQueue runs a node as startServer does, with queue q, to
+// which category c is routed.
+func startServerWithQueue(t *testing.T) string {
+	t.Helper()
+	srv := startServer(t)
+	mustRun(t, srv, "queue", "put", "q")
+	mustRun(t, srv, "routing", "put", "c", "q")
+	return srv
+}
+
 // startServerOn runs a node on the database, configured by tweak if not
 // nil, and returns its base URL.
 func startServerOn(t *testing.T, dbURL string, tweak func(*config.Config)) string {

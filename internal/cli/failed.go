@@ -35,21 +35,14 @@ var failedSubs = []subcommand{
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		page, err := c.FailedJobs(ctx, pos[0], opts)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, page, func(w io.Writer) {
-			failedTable(page.FailedJobs...)(w)
-			if page.NextCursor != "" {
-				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
-			}
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			page, err := c.FailedJobs(ctx, pos[0], opts)
+			return page, func(w io.Writer) {
+				failedTable(page.FailedJobs...)(w)
+				if page.NextCursor != "" {
+					fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+				}
+			}, err
 		})
 	}},
 	{"get", "QUEUE ID", "show a failure log entry", oneFailed((*client.Client).FailedJob)},
@@ -111,25 +104,21 @@ func failedBulkVerb(retry bool) func(s *session, args []string) error {
 				ids = append(ids, id)
 			}
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		var n int
 		key := "deleted"
 		if retry {
 			key = "retried"
-			n, err = c.RetryFailedJobs(ctx, queue, ids)
-		} else {
-			n, err = c.DeleteFailedJobs(ctx, queue, ids)
 		}
-		if err != nil {
-			return err
-		}
-		if err := s.r.print(s.stdout, map[string]int{key: n}, func(w io.Writer) {
-			fmt.Fprintf(w, "%s %d failure log entries of queue %s\n", key, n, queue)
+		var n int
+		if err := s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			var err error
+			if retry {
+				n, err = c.RetryFailedJobs(ctx, queue, ids)
+			} else {
+				n, err = c.DeleteFailedJobs(ctx, queue, ids)
+			}
+			return map[string]int{key: n}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s %d failure log entries of queue %s\n", key, n, queue)
+			}, err
 		}); err != nil {
 			return err
 		}

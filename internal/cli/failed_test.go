@@ -29,12 +29,10 @@ func failedIDs(t *testing.T, srv, queue string) []string {
 // around them (a paused queue keeps retried jobs waiting).
 func TestFailedCommands(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
+	srv := startServerWithQueue(t)
 	w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 		return 500, `{"status":"permanent-failure","message":"no"}`, 0
 	})
-	mustRun(t, srv, "queue", "put", "q")
-	mustRun(t, srv, "routing", "put", "c", "q")
 
 	var failed struct {
 		FailedJobs []any `json:"failed_jobs"`

@@ -49,20 +49,13 @@ var jobSubs = []subcommand{
 			}
 			job.Payload = json.RawMessage(*payload)
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		j, err := c.PushJob(ctx, pos[0], job)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, j, func(w io.Writer) {
-			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tURL")
-			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, j.URL)
-			existingNote(w, j)
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			j, err := c.PushJob(ctx, pos[0], job)
+			return j, func(w io.Writer) {
+				fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tURL")
+				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, j.URL)
+				existingNote(w, j)
+			}, err
 		})
 	}},
 	{"push-batch", "--file F|-", `enqueue {"jobs": [...]} in one transaction (POST /jobs)`, jobPushBatch},
@@ -74,28 +67,21 @@ var jobSubs = []subcommand{
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		page, err := c.ListJobs(ctx, pos[0], *state, opts)
-		for err == nil && *all && page.NextCursor != "" {
-			opts.Cursor = page.NextCursor
-			var next *rowqtype.JobPage
-			if next, err = c.ListJobs(ctx, pos[0], *state, opts); err == nil {
-				page.Jobs, page.NextCursor = append(page.Jobs, next.Jobs...), next.NextCursor
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			page, err := c.ListJobs(ctx, pos[0], *state, opts)
+			for err == nil && *all && page.NextCursor != "" {
+				opts.Cursor = page.NextCursor
+				var next *rowqtype.JobPage
+				if next, err = c.ListJobs(ctx, pos[0], *state, opts); err == nil {
+					page.Jobs, page.NextCursor = append(page.Jobs, next.Jobs...), next.NextCursor
+				}
 			}
-		}
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, page, func(w io.Writer) {
-			jobTable(page.Jobs...)(w)
-			if page.NextCursor != "" {
-				fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
-			}
+			return page, func(w io.Writer) {
+				jobTable(page.Jobs...)(w)
+				if page.NextCursor != "" {
+					fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
+				}
+			}, err
 		})
 	}},
 	{"get", "QUEUE ID", "show a job", oneJob((*client.Client).Job)},
@@ -161,21 +147,14 @@ func jobPushBatch(s *session, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--file %s: %w", *file, err)
 	}
-	ctx, cancel := s.r.context()
-	defer cancel()
-	c, err := s.r.client()
-	if err != nil {
-		return err
-	}
-	pushed, err := c.PushJobs(ctx, jobs)
-	if err != nil {
-		return err
-	}
-	return s.r.print(s.stdout, map[string]any{"jobs": pushed}, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tEXISTING\tURL")
-		for _, j := range pushed {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%t\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, existing(j), j.URL)
-		}
+	return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+		pushed, err := c.PushJobs(ctx, jobs)
+		return map[string]any{"jobs": pushed}, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tEXISTING\tURL")
+			for _, j := range pushed {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%t\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, existing(j), j.URL)
+			}
+		}, err
 	})
 }
 

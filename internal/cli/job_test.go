@@ -12,9 +12,7 @@ import (
 // rowq job's verbs as Fireworq has them: push, get, ls and rm.
 func TestJobCommands(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
-	mustRun(t, srv, "queue", "put", "q")
-	mustRun(t, srv, "routing", "put", "c", "q")
+	srv := startServerWithQueue(t)
 
 	var pushed struct{ ID float64 }
 	runJSON(t, srv, &pushed, "job", "push", "c", "--url", "http://127.0.0.1:1/w", "--payload", `{"a":1}`, "--run-after", "3600")
@@ -54,12 +52,10 @@ func TestJobCommands(t *testing.T) {
 // TestFailedCommands, and here from stdin) with its refusals.
 func TestJobCommands_Additions(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
+	srv := startServerWithQueue(t)
 	w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 		return 500, `{"status":"permanent-failure","message":"no"}`, 0
 	})
-	mustRun(t, srv, "queue", "put", "q")
-	mustRun(t, srv, "routing", "put", "c", "q")
 
 	// job push with rowq's fields, on a paused queue; the same unique
 	// key again returns the pending job.

@@ -18,27 +18,10 @@ func queueCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 var queueSubs = []subcommand{
-	{"ls", "", "list queues", func(s *session, args []string) error {
-		if _, err := s.parse(args, 0, "no arguments"); err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
+	{"ls", "", "list queues", simple(0, "no arguments", func(ctx context.Context, c *client.Client, _ []string) (any, func(io.Writer), error) {
 		qs, err := c.Queues(ctx)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, qs, func(w io.Writer) {
-			fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
-			for _, q := range qs {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
-			}
-		})
-	}},
+		return qs, queueTable(qs...), err
+	})},
 	{"get", "NAME", "show a queue", simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		q, err := c.Queue(ctx, pos[0])
 		return q, queueTable(q), err
@@ -55,42 +38,22 @@ var queueSubs = []subcommand{
 		}
 		in := &rowqtype.QueueRequest{PollingInterval: nonZero(*polling), MaxWorkers: nonZero(*workers),
 			MaxDispatchesPerSecond: nonZero(*rate), MaxBurstSize: nonZero(*burst), Paused: nonZero(*paused)}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		q, err := c.PutQueue(ctx, pos[0], in)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, q, queueTable(q))
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			q, err := c.PutQueue(ctx, pos[0], in)
+			return q, queueTable(q), err
+		})
 	}},
 	{"rm", "NAME", "delete a queue (its jobs stay stored)", simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		q, err := c.DeleteQueue(ctx, pos[0])
 		return q, queueTable(q), err
 	})},
-	{"node", "NAME", "show the node dispatching a queue", func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "NAME")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
+	{"node", "NAME", "show the node dispatching a queue", simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		n, err := c.QueueNode(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, n, func(w io.Writer) {
+		return n, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tHOST")
 			fmt.Fprintf(w, "%s\t%s\n", n.ID, n.Host)
-		})
-	}},
+		}, err
+	})},
 	{"nodes", "", "list the live nodes and how many queues each dispatches", simple(0, "no arguments", func(ctx context.Context, c *client.Client, _ []string) (any, func(io.Writer), error) {
 		ns, err := c.Nodes(ctx)
 		if err != nil {
@@ -110,73 +73,61 @@ var queueSubs = []subcommand{
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		all := map[string]*rowqtype.QueueStats{}
-		var v any = all
-		if len(pos) == 1 {
-			st, err := c.QueueStats(ctx, pos[0])
-			if err != nil {
-				return err
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			all := map[string]*rowqtype.QueueStats{}
+			var v any
+			if len(pos) == 1 {
+				st, err := c.QueueStats(ctx, pos[0])
+				if err != nil {
+					return nil, nil, err
+				}
+				all[pos[0]], v = st, st
+			} else {
+				var err error
+				if all, err = c.AllQueueStats(ctx); err != nil {
+					return nil, nil, err
+				}
+				v = all
 			}
-			all[pos[0]], v = st, st
-		} else if all, err = c.AllQueueStats(ctx); err != nil {
-			return err
-		} else {
-			v = all
-		}
-		names := make([]string, 0, len(all))
-		for n := range all {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return s.r.print(s.stdout, v, func(w io.Writer) {
-			fmt.Fprintln(w, "QUEUE\tPUSHES\tPOPS\tSUCCESSES\tFAILURES\tPERMANENT\tCOMPLETES\tELAPSED_MS\tPUSH/S\tPOP/S\tOUTSTANDING\tWORKERS\tIDLE\tNODES")
-			for _, n := range names {
-				st := all[n]
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%d\t%d\t%d\t%d\n", n, st.TotalPushes, st.TotalPops,
-					st.TotalSuccesses, st.TotalFailures, st.TotalPermanentFailures, st.TotalCompletes, st.TotalElapsed,
-					st.PushesPerSecond, st.PopsPerSecond, st.OutstandingJobs, st.TotalWorkers, st.IdleWorkers, st.ActiveNodes)
+			names := make([]string, 0, len(all))
+			for n := range all {
+				names = append(names, n)
 			}
+			sort.Strings(names)
+			return v, func(w io.Writer) {
+				fmt.Fprintln(w, "QUEUE\tPUSHES\tPOPS\tSUCCESSES\tFAILURES\tPERMANENT\tCOMPLETES\tELAPSED_MS\tPUSH/S\tPOP/S\tOUTSTANDING\tWORKERS\tIDLE\tNODES")
+				for _, n := range names {
+					st := all[n]
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%d\t%d\t%d\t%d\n", n, st.TotalPushes, st.TotalPops,
+						st.TotalSuccesses, st.TotalFailures, st.TotalPermanentFailures, st.TotalCompletes, st.TotalElapsed,
+						st.PushesPerSecond, st.PopsPerSecond, st.OutstandingJobs, st.TotalWorkers, st.IdleWorkers, st.ActiveNodes)
+				}
+			}, nil
 		})
 	}},
 }
 
-func queueTable(q *rowqtype.Queue) func(w io.Writer) {
+func queueTable(qs ...*rowqtype.Queue) func(w io.Writer) {
 	return func(w io.Writer) {
 		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
+		for _, q := range qs {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
+		}
 	}
 }
 
 // queuePauseVerb is `rowq queue pause|resume NAME`.
 func queuePauseVerb(pause bool) func(s *session, args []string) error {
-	return func(s *session, args []string) error {
-		pos, err := s.parse(args, 1, "NAME")
-		if err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
+	return simple(1, "NAME", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		var q *rowqtype.Queue
+		var err error
 		if pause {
 			q, err = c.PauseQueue(ctx, pos[0])
 		} else {
 			q, err = c.ResumeQueue(ctx, pos[0])
 		}
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, q, queueTable(q))
-	}
+		return q, queueTable(q), err
+	})
 }
 
 // statsCmd is `rowq stats [QUEUE]`, short for `rowq queue stats`.

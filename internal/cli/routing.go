@@ -24,22 +24,10 @@ func routingTable(rs ...*rowqtype.Routing) func(w io.Writer) {
 }
 
 var routingSubs = []subcommand{
-	{"ls", "", "list routings", func(s *session, args []string) error {
-		if _, err := s.parse(args, 0, "no arguments"); err != nil {
-			return err
-		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
+	{"ls", "", "list routings", simple(0, "no arguments", func(ctx context.Context, c *client.Client, _ []string) (any, func(io.Writer), error) {
 		rs, err := c.Routings(ctx)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, rs, routingTable(rs...))
-	}},
+		return rs, routingTable(rs...), err
+	})},
 	{"get", "CATEGORY", "show a routing", simple(1, "CATEGORY", func(ctx context.Context, c *client.Client, pos []string) (any, func(io.Writer), error) {
 		r, err := c.Routing(ctx, pos[0])
 		return r, routingTable(r), err

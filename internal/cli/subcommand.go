@@ -69,18 +69,27 @@ func simple(n int, names string, fn func(ctx context.Context, c *client.Client, 
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.r.context()
-		defer cancel()
-		c, err := s.r.client()
-		if err != nil {
-			return err
-		}
-		v, table, err := fn(ctx, c, pos)
-		if err != nil {
-			return err
-		}
-		return s.r.print(s.stdout, v, table)
+		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
+			return fn(ctx, c, pos)
+		})
 	}
+}
+
+// call makes a verb's client calls, once its flags and arguments are
+// parsed, and prints the answer: fn returns the answer and its table. Its
+// context ends at SIGINT or SIGTERM.
+func (s *session) call(fn func(ctx context.Context, c *client.Client) (any, func(io.Writer), error)) error {
+	ctx, cancel := s.r.context()
+	defer cancel()
+	c, err := s.r.client()
+	if err != nil {
+		return err
+	}
+	v, table, err := fn(ctx, c)
+	if err != nil {
+		return err
+	}
+	return s.r.print(s.stdout, v, table)
 }
 
 // parse parses flags anywhere among args (flag stops at the first
