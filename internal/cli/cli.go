@@ -1,23 +1,22 @@
-// Package cli implements the rowq command's subcommands.
+// Package cli implements the rowq command's subcommands. Each command is
+// in the file named for it (queue.go is `rowq queue` and its verbs, with
+// `rowq stats` and `rowq nodes`, short for two of them; echo-worker is in
+// worker.go); the commands that talk to a running server share
+// subcommand.go (their verbs, flags and arguments) and remote.go (the
+// --server, --ca-file, --token and --json flags, the client and the output).
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
-	"github.com/rowq/rowq/internal/store/backend"
 )
 
 // command is one rowq subcommand.
@@ -102,6 +101,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// load reads the configuration of the commands that run on the database
+// (serve and migrate) from flags and environment, and makes their logger.
 func load(name string, args []string, stderr io.Writer) (config.Config, *slog.Logger, error) {
 	fs := flag.NewFlagSet("rowq "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -117,53 +118,4 @@ func load(name string, args []string, stderr io.Writer) (config.Config, *slog.Lo
 		h = slog.NewJSONHandler(stderr, opts)
 	}
 	return cfg, slog.New(h), nil
-}
-
-// serve runs a node until SIGINT or SIGTERM; a second signal cuts the
-// soft shutdown short. Under TLS, SIGHUP reloads the certificate.
-func serveCmd(args []string, _, stderr io.Writer) error {
-	cfg, log, err := load("serve", args, stderr)
-	if err != nil {
-		return err
-	}
-	reload := make(chan os.Signal, 1)
-	if cfg.TLSCert != "" {
-		signal.Notify(reload, syscall.SIGHUP)
-		defer signal.Stop(reload)
-	}
-	// One channel for both signals: the first starts the soft stop, the
-	// second cuts it short.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	hard := make(chan struct{})
-	go func() {
-		<-sigs
-		cancel()
-		<-sigs
-		log.Warn("second signal: stopping now")
-		close(hard)
-	}()
-	return server.Run(ctx, cfg, log, hard, reload)
-}
-
-func migrateCmd(args []string, _, stderr io.Writer) error {
-	cfg, log, err := load("migrate", args, stderr)
-	if err != nil {
-		return err
-	}
-	st, err := backend.Open(cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := server.Migrate(ctx, st, log); err != nil {
-		return err
-	}
-	log.Info("schema up to date", "dialect", st.Dialect(), "database", backend.Redact(cfg.DatabaseURL))
-	return nil
 }

@@ -178,79 +178,114 @@ func (s *Server) Routes() []string { return s.api.Routes() }
 // Addr returns the address the API listens on, once started.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Start ensures the default queue, binds the API and starts the node's
-// services in order: statistics, the dispatcher, the schedule loop,
-// enqueueing, the outbox's mover, the HTTP server and the lock service. If a step fails, the
+// Start ensures the default queue, reads the keys the nodes share, starts
+// the token verifier and binds the API, then builds the node's other
+// services and starts them in order: tracing, statistics and their
+// history, the dispatcher, the schedule loop, enqueueing, the outbox's
+// mover, the HTTP server and the lock service. If a step fails, the
 // services already started are stopped, in reverse, and the error is
 // returned.
 func (s *Server) Start(ctx context.Context) error {
-	cfg := s.cfg
-	defaults := store.Queue{PollingInterval: cfg.QueueDefaultPollingInterval, MaxWorkers: cfg.QueueDefaultMaxWorkers}
-	if cfg.QueueDefault != "" {
-		q := defaults
-		q.Name = cfg.QueueDefault
-		if _, err := s.store.QueueEnsure(ctx, &q); err != nil {
-			return fmt.Errorf("create default queue %q: %w", q.Name, err)
-		}
+	if err := s.ensureDefaultQueue(ctx); err != nil {
+		return err
 	}
-	nodeKey, err := s.store.SecretEnsure(ctx, auth.NodeKeySecret, auth.NewNodeKey())
+	keys, err := s.readKeys(ctx)
 	if err != nil {
-		return fmt.Errorf("read the node key: %w", err)
+		return err
 	}
-	sessionKey, err := s.store.SecretEnsure(ctx, web.SessionKeySecret, auth.NewNodeKey())
-	if err != nil {
-		return fmt.Errorf("read the dashboard's session key: %w", err)
-	}
-	leaseKey, err := s.store.SecretEnsure(ctx, dispatch.LeaseKeySecret, auth.NewNodeKey())
-	if err != nil {
-		return fmt.Errorf("read the lease key: %w", err)
-	}
-	verifier := auth.New(auth.Config{Tokens: s.store, Logger: s.log, Mode: cfg.Auth, AdminToken: cfg.AdminToken, NodeKey: nodeKey})
+	verifier := auth.New(auth.Config{Tokens: s.store, Logger: s.log, Mode: s.cfg.Auth, AdminToken: s.cfg.AdminToken, NodeKey: keys.node})
 	if err := s.startAll(ctx, verifier); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Bind)
-	if err != nil {
-		err = fmt.Errorf("listen on %s: %w", cfg.Bind, err)
-	} else if err = s.checkExposure(ctx, verifier, ln); err != nil {
-		ln.Close()
-	}
-	if err != nil {
+	if err := s.listen(ctx, verifier); err != nil {
 		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
 	}
-	s.ln = ln
-	host := cfg.AdvertiseHost
-	if host == "" {
-		host = ln.Addr().String()
+	svcs, err := s.build(keys, verifier)
+	if err != nil {
+		s.ln.Close()
+		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
 	}
+	if err := s.startAll(ctx, svcs...); err != nil {
+		s.ln.Close() // if the HTTP server did not start, nothing else closes it
+		return err
+	}
+	authOn, _ := verifier.Enabled(ctx)
+	s.log.Info("rowq serving", "addr", s.ln.Addr().String(), "tls", s.cert != nil, "database", backend.Redact(s.cfg.DatabaseURL), "version", Version,
+		"auth", s.cfg.Auth, "tokens_needed", authOn)
+	return nil
+}
+
+// queueDefaults are the settings of a queue made without its own: the
+// default queue, and a queue put without them.
+func (s *Server) queueDefaults() store.Queue {
+	return store.Queue{PollingInterval: s.cfg.QueueDefaultPollingInterval, MaxWorkers: s.cfg.QueueDefaultMaxWorkers}
+}
+
+// ensureDefaultQueue creates the default queue if it is configured and
+// not there yet.
+func (s *Server) ensureDefaultQueue(ctx context.Context) error {
+	if s.cfg.QueueDefault == "" {
+		return nil
+	}
+	q := s.queueDefaults()
+	q.Name = s.cfg.QueueDefault
+	if _, err := s.store.QueueEnsure(ctx, &q); err != nil {
+		return fmt.Errorf("create default queue %q: %w", q.Name, err)
+	}
+	return nil
+}
+
+// nodeKeys are the secrets the nodes of one database share, each made by
+// the first node that needs it.
+type nodeKeys struct {
+	node    string // the nodes' nudges to each other
+	session string // the dashboard's session cookies
+	lease   string // the dispatcher's lease tokens
+}
+
+// readKeys reads the shared secrets, making those not there yet.
+func (s *Server) readKeys(ctx context.Context) (nodeKeys, error) {
+	var k nodeKeys
+	var err error
+	if k.node, err = s.store.SecretEnsure(ctx, auth.NodeKeySecret, auth.NewNodeKey()); err != nil {
+		return k, fmt.Errorf("read the node key: %w", err)
+	}
+	if k.session, err = s.store.SecretEnsure(ctx, web.SessionKeySecret, auth.NewNodeKey()); err != nil {
+		return k, fmt.Errorf("read the dashboard's session key: %w", err)
+	}
+	if k.lease, err = s.store.SecretEnsure(ctx, dispatch.LeaseKeySecret, auth.NewNodeKey()); err != nil {
+		return k, fmt.Errorf("read the lease key: %w", err)
+	}
+	return k, nil
+}
+
+// listen binds the API's address, and keeps it (s.ln) unless serving there
+// would expose the node without authentication (checkExposure).
+func (s *Server) listen(ctx context.Context, v *auth.Verifier) error {
+	ln, err := net.Listen("tcp", s.cfg.Bind)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Bind, err)
+	}
+	if err := s.checkExposure(ctx, v, ln); err != nil {
+		ln.Close()
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// build makes the node's services, each given the others it uses, and
+// returns them in the order they start.
+func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error) {
+	cfg := s.cfg
 	st := stats.New(stats.Config{Store: s.store, Logger: s.log, Node: cfg.NodeID})
 	// Validate has checked the endpoint; nil when there is none.
 	tracer, err := tracing.New(tracing.Config{Endpoint: cfg.OTelEndpoint, Node: cfg.NodeID, Version: Version, Logger: s.log})
 	if err != nil {
-		ln.Close()
-		return errors.Join(err, s.stopStarted(context.WithoutCancel(ctx)))
+		return nil, err
 	}
-	peers := notify.New(s.nudges(nodeKey))
-	disp := dispatch.New(dispatch.Config{
-		Store:           s.store,
-		Logger:          s.log,
-		Node:            cfg.NodeID,
-		Host:            host,
-		Client:          workerClient(cfg, s.workerURLs),
-		UserAgent:       cfg.DispatchUserAgent,
-		WorkerURLs:      s.workerURLs,
-		Signer:          s.signer,
-		LeaseKey:        []byte(leaseKey),
-		RefreshInterval: cfg.ConfigRefreshInterval,
-		NodeTTL:         cfg.NodeTTL,
-		GrabLease:       cfg.GrabLease,
-		RescueInterval:  cfg.RescueInterval,
-		BreakerOpen:     cfg.BreakerOpen,
-		Stats:           st,
-		Handoff:         cfg.DispatchHandoff,
-		Nudger:          peers,
-		Tracer:          tracer,
-	})
+	peers := notify.New(s.nudges(keys.node))
+	disp := s.newDispatcher(keys.lease, st, peers, tracer)
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -294,8 +329,8 @@ func (s *Server) Start(ctx context.Context) error {
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(view, s.log, verifier, []byte(sessionKey), act, history, s.cfg.MetricsQueueLimit),
-		QueueDefaults: defaults,
+		Pages:         pages(view, s.log, verifier, []byte(keys.session), act, history, cfg.MetricsQueueLimit),
+		QueueDefaults: s.queueDefaults(),
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Version:       Version,
@@ -307,21 +342,44 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cert != nil {
 		tlsConfig = s.cert.config()
 	}
-	s.http = newHTTPService(s.api, ln, tlsConfig, s.log)
+	s.http = newHTTPService(s.api, s.ln, tlsConfig, s.log)
 	// The lock service starts last so that it stops first: a stop ends
 	// lock waits, which may last minutes, before the HTTP server waits
 	// for the requests in flight. A lock request served before it starts
 	// polls for releases made on other nodes.
 	// The tracer stops after the dispatcher: the spans of the last
 	// deliveries are sent.
-	if err := s.startAll(ctx, tracer, st, history, disp, sched, enq, s.outbox, s.http, pullEnder{disp}, locks); err != nil {
-		ln.Close() // if the HTTP server did not start, nothing else closes it
-		return err
+	return []service{tracer, st, history, disp, sched, enq, s.outbox, s.http, pullEnder{disp}, locks}, nil
+}
+
+// newDispatcher makes the node's dispatcher, which advertises the
+// configured host, or else the address the API listens on.
+func (s *Server) newDispatcher(leaseKey string, st *stats.Recorder, peers *notify.Nudger, tracer *tracing.Tracer) *dispatch.Dispatcher {
+	cfg := s.cfg
+	host := cfg.AdvertiseHost
+	if host == "" {
+		host = s.ln.Addr().String()
 	}
-	authOn, _ := verifier.Enabled(ctx)
-	s.log.Info("rowq serving", "addr", ln.Addr().String(), "tls", s.cert != nil, "database", backend.Redact(cfg.DatabaseURL), "version", Version,
-		"auth", cfg.Auth, "tokens_needed", authOn)
-	return nil
+	return dispatch.New(dispatch.Config{
+		Store:           s.store,
+		Logger:          s.log,
+		Node:            cfg.NodeID,
+		Host:            host,
+		Client:          workerClient(cfg, s.workerURLs),
+		UserAgent:       cfg.DispatchUserAgent,
+		WorkerURLs:      s.workerURLs,
+		Signer:          s.signer,
+		LeaseKey:        []byte(leaseKey),
+		RefreshInterval: cfg.ConfigRefreshInterval,
+		NodeTTL:         cfg.NodeTTL,
+		GrabLease:       cfg.GrabLease,
+		RescueInterval:  cfg.RescueInterval,
+		BreakerOpen:     cfg.BreakerOpen,
+		Stats:           st,
+		Handoff:         cfg.DispatchHandoff,
+		Nudger:          peers,
+		Tracer:          tracer,
+	})
 }
 
 // nudges configures the nudger: nudges carry the nodes' shared key (with

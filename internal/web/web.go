@@ -1,17 +1,19 @@
 // Package web serves rowq's dashboard: HTML pages, rendered on the server
 // from the store, that show the queues with their statistics, charts of
 // their last hour (chart.go) and dispatching node, one queue's jobs and
-// failure log, the schedules and the locks, with buttons that act on them
-// (actions.go). It is for a human looking after a cluster; everything it
-// shows and does is also in the JSON API (docs/api.md), which is what
-// scripts use, and each action is a request of that API. A page reads the
-// database on every view; its script (templates/dashboard.js) fetches it
-// again every 5 s and swaps its tables in place, and confirms actions in a
-// dialog. Every page works without the script.
+// failure log, the schedules, the locks and the outbox's rejects
+// (outbox.go), with buttons that act on them (actions.go). It is for a
+// human looking after a cluster; everything it shows and does is also in
+// the JSON API (docs/api.md), which is what scripts use, and each action is
+// a request of that API. A page reads the database on every view; its
+// script (templates/dashboard.js) fetches it again every 5 s and swaps its
+// tables in place, and confirms actions in a dialog. Every page works
+// without the script.
 //
-// With authentication on, a browser logs in with a token on /ui/login and
-// keeps a signed session cookie (session.go); every form is checked
-// against cross-site request forgery (csrf.go).
+// With authentication on, a browser logs in with a token on /ui/login
+// (login.go, with the guard of every page) and keeps a signed session
+// cookie (session.go); every form is checked against cross-site request
+// forgery (csrf.go).
 package web
 
 import (

@@ -2,9 +2,11 @@
 // share: collecting rows through a scan function, transactions, retrying
 // what the dialect calls retryable, and placeholder lists. It knows no
 // driver: each dialect passes its own predicate, and maps errors in its own
-// mapErr. Its only SQL is what both dialects write alike (the outbox's
-// read, outbox.go). (PostgreSQL uses pgx natively and has the same
-// shapes in its own terms.)
+// mapErr. Its only SQL is what both dialects write alike: the outbox's
+// (outbox.go, whose columns and arguments PostgreSQL uses too) and the
+// worker hosts' (workerhosts.go); due.go and keys.go read answers both
+// dialects' queries shape alike. (PostgreSQL uses pgx natively and has
+// the same shapes in its own terms.)
 package sqldb
 
 import (

@@ -24,16 +24,31 @@ func failedIDs(t *testing.T, srv, queue string) []string {
 	return ids
 }
 
-// The verbs of rowq's queue additions: push-batch, the job push flags,
-// queue pause and resume, failed retry and purge.
-func TestQueueAdditionCommands(t *testing.T) {
+// rowq failed's verbs: ls, get and rm of the failure log as Fireworq has
+// them, and rowq's bulk retry and purge, with queue pause and resume
+// around them (a paused queue keeps retried jobs waiting).
+func TestFailedCommands(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
+	srv := startServerWithQueue(t)
 	w := testworker.New(t, func(string, int) (int, string, time.Duration) {
 		return 500, `{"status":"permanent-failure","message":"no"}`, 0
 	})
-	mustRun(t, srv, "queue", "put", "q")
-	mustRun(t, srv, "routing", "put", "c", "q")
+
+	var failed struct {
+		FailedJobs []any `json:"failed_jobs"`
+	}
+	runJSON(t, srv, &failed, "failed", "ls", "q", "--order", "created")
+	if failed.FailedJobs == nil || len(failed.FailedJobs) != 0 {
+		t.Errorf("failed ls: %+v", failed)
+	}
+	for _, args := range [][]string{
+		{"failed", "get", "q", "1"},
+		{"failed", "rm", "q", "1"},
+	} {
+		if code, _, _ := run(t, srv, args...); code != 1 {
+			t.Errorf("rowq %s: exit %d, want 1", strings.Join(args, " "), code)
+		}
+	}
 
 	// push-batch: three jobs, all failing at once into the failure log.
 	file := filepath.Join(t.TempDir(), "jobs.json")
@@ -88,8 +103,6 @@ func TestQueueAdditionCommands(t *testing.T) {
 		{[]string{"failed", "retry", "q", "x"}, "id:"},
 		{[]string{"failed", "purge", "q", "0"}, "id:"},
 		{[]string{"failed", "retry", "q", ids[0]}, "1 of the 1 entries"},
-		{[]string{"job", "push-batch"}, "--file"},
-		{[]string{"job", "push-batch", "--file", filepath.Join(t.TempDir(), "none.json")}, "--file"},
 	} {
 		code, out, errb := run(t, srv, tc.args...)
 		if code != 1 || !strings.Contains(errb, tc.want) {
@@ -123,49 +136,5 @@ func TestQueueAdditionCommands(t *testing.T) {
 	runJSON(t, srv, &deleted, "failed", "purge", "q", "--all")
 	if deleted.Deleted != 2 || len(failedIDs(t, srv, "q")) != 0 {
 		t.Errorf("failed purge q --all: deleted %d, want 2", deleted.Deleted)
-	}
-
-	// job push with rowq's fields, on a paused queue; the same unique
-	// key again returns the pending job.
-	mustRun(t, srv, "queue", "pause", "q")
-	var j struct {
-		ID            float64
-		Priority      float64
-		UniqueKey     string  `json:"unique_key"`
-		RetryBackoff  string  `json:"retry_backoff"`
-		RetryDelayMax float64 `json:"retry_delay_max"`
-		RetryJitter   float64 `json:"retry_jitter"`
-		Existing      bool
-	}
-	push := []string{"job", "push", "c", "--url", w.URL, "--priority", "-5", "--unique-key", "k1",
-		"--retry-backoff", "exponential", "--retry-delay", "2", "--retry-delay-max", "60", "--retry-jitter", "0.25", "--max-retries", "3"}
-	runJSON(t, srv, &j, push...)
-	if j.Priority != -5 || j.UniqueKey != "k1" || j.RetryBackoff != "exponential" || j.RetryDelayMax != 60 || j.RetryJitter != 0.25 || j.Existing {
-		t.Fatalf("job push answered %+v", j)
-	}
-	first := j.ID
-	if out := mustRun(t, srv, push...); !strings.Contains(out, "existing: job "+jsonInt(first)) {
-		t.Errorf("job push of a pending key:\n%s", out)
-	}
-	if code, _, errb := run(t, srv, "job", "push", "c", "--url", w.URL, "--retry-backoff", "sideways"); code != 1 || !strings.Contains(errb, "retry_backoff") {
-		t.Errorf("job push --retry-backoff sideways: exit %d, %s; want 1 naming retry_backoff", code, errb)
-	}
-
-	// push-batch from stdin; refusals name what is wrong.
-	stdin = strings.NewReader(`{"jobs": [{"category": "c", "url": "` + w.URL + `", "unique_key": "k1"}, {"category": "c", "url": "` + w.URL + `"}]}`)
-	runJSON(t, srv, &pushed, "job", "push-batch", "--file", "-")
-	if len(pushed.Jobs) != 2 || jsonInt(pushed.Jobs[0].ID) != jsonInt(first) {
-		t.Errorf("push-batch from stdin answered %+v, want the pending job %v first", pushed, first)
-	}
-	for _, tc := range []struct{ body, want string }{
-		{`{"jobs": [{"category": "c", "url": "` + w.URL + `", "prority": 1}]}`, "prority"},
-		{`{"jobs": []}`, "jobs:"},
-		{`[]`, "want one JSON object"},
-		{`{"jobs": [{"category": "c"}]}`, "url"},
-	} {
-		stdin = strings.NewReader(tc.body)
-		if code, _, errb := run(t, srv, "job", "push-batch", "--file", "-"); code != 1 || !strings.Contains(errb, tc.want) {
-			t.Errorf("push-batch of %s: exit %d, %s; want 1 naming %q", tc.body, code, errb, tc.want)
-		}
 	}
 }
