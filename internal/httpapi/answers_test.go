@@ -81,6 +81,7 @@ func TestAPI_AnswersByteForByte(t *testing.T) {
 		mu   sync.Mutex
 		outs = map[string][]byte{}
 	)
+	t.Parallel()
 	t.Cleanup(func() { compareGolden(t, outs) })
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		g := newGolden(t, dialect)
@@ -569,7 +570,7 @@ func (g *golden) leases() {
 
 	first := leased(t, req("POST", "/queue/pq/lease", `{"max":1,"wait":10,"lease":30}`).body)
 	g.lease = first
-	second := leased(t, req("POST", "/queue/pq/lease", `{"max":1,"lease":30}`).body)
+	second := leased(t, req("POST", "/queue/pq/lease", `{"max":1,"wait":10,"lease":30}`).body)
 	beat := func(id int64, body string) { req("POST", fmt.Sprintf("/job/%d/heartbeat", id), body) }
 	complete := func(id int64, body string) { req("POST", fmt.Sprintf("/job/%d/complete", id), body) }
 	beat(first.ID, `{"lease_token":"`+first.LeaseToken+`","lease":120,"progress":0.5,"message":"half"}`)
@@ -598,7 +599,9 @@ func (g *golden) leases() {
 	req("POST", "/queue/pq/job/x/cancel", "")
 	req("POST", "/queue/pq/job/1/cancel", `{"x":1}`)
 	req("POST", "/queue/nope/job/1/cancel", "")
-	// The third job is left waiting: a lease request takes it at once.
+	// The third job is left waiting: a lease request takes it (a wait
+	// returns as soon as it has a job), and none is left for the next.
+	req("POST", "/queue/pq/lease", `{"wait":10}`)
 	req("POST", "/queue/pq/lease", "")
 	req("POST", "/queue/pq/lease", `{"max":101}`)
 	req("POST", "/queue/pq/lease", `{"wait":-1}`)
