@@ -312,7 +312,11 @@ func (g *golden) checkCovered() {
 	for path, item := range g.doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			if strings.HasPrefix(path, "/ui") {
-				continue // the dashboard: TestOpenAPI_RealAnswersMatch in internal/server
+				// The dashboard is served beside the API, not by it:
+				// TestOpenAPI_RealAnswersMatch in internal/server checks
+				// its answers against the file, but does not yet answer
+				// every status the file gives its routes.
+				continue
 			}
 			for status := range op.Responses.Map() {
 				if k := method + " " + path + " " + status; !g.answered[k] {
