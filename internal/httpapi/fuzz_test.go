@@ -113,7 +113,7 @@ var fuzzSeeds = []struct {
 
 // fuzzAPI serves an API on st, seeded with jobs to find.
 func fuzzAPI(tb testing.TB, st store.Store) *httpapi.API {
-	api := newAPI(tb, st, options{api: httpapi.Config{
+	api, _ := newAPI(tb, st, options{api: httpapi.Config{
 		QueueDefaults: store.Queue{PollingInterval: 200, MaxWorkers: 20},
 		MaxBodyBytes:  1 << 14,
 		Version:       "fuzz",

@@ -20,17 +20,19 @@ import (
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
-// bundle is what an API test needs: the store behind the API and a server
-// serving it.
+// bundle is what an API test needs: the store behind the API, a server
+// serving it and the API's dispatcher (not started).
 type bundle struct {
 	st     store.Store
 	server *httptest.Server
+	disp   *dispatch.Dispatcher
 }
 
 // options are what a test may change of an API's setup.
 type options struct {
-	api httpapi.Config
-	enq enqueue.Config
+	api  httpapi.Config
+	enq  enqueue.Config
+	disp dispatch.Config
 }
 
 // setup serves an API on st with the services of a node (enqueueing, a
@@ -44,17 +46,21 @@ func setup(t testing.TB, st store.Store, tweak func(*options)) *bundle {
 	if tweak != nil {
 		tweak(&o)
 	}
-	api := newAPI(t, st, o)
+	api, disp := newAPI(t, st, o)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &bundle{st: st, server: srv}
+	return &bundle{st: st, server: srv, disp: disp}
 }
 
 // newAPI builds an API on st and the services it needs, stopped when the
-// test ends.
-func newAPI(t testing.TB, st store.Store, o options) *httpapi.API {
+// test ends, and returns it with its dispatcher.
+func newAPI(t testing.TB, st store.Store, o options) (*httpapi.API, *dispatch.Dispatcher) {
 	t.Helper()
-	disp := dispatch.New(dispatch.Config{Store: st, Node: "test-node"})
+	o.disp.Store = st
+	if o.disp.Node == "" {
+		o.disp.Node = "test-node"
+	}
+	disp := dispatch.New(o.disp)
 	o.enq.Store, o.enq.Dispatcher = st, disp
 	enq := enqueue.New(o.enq)
 	locks := lock.New(lock.Config{Store: st})
@@ -65,7 +71,7 @@ func newAPI(t testing.TB, st store.Store, o options) *httpapi.API {
 		enq.Stop(ctx)
 		disp.Stop(ctx)
 	})
-	return httpapi.New(o.api)
+	return httpapi.New(o.api), disp
 }
 
 // setupDialect serves an API on a fresh, migrated database of the dialect.

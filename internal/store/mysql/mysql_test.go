@@ -35,8 +35,17 @@ func TestOpen_UnreachableServerIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Ping(context.Background()); !errors.Is(err, store.ErrUnavailable) {
+	ctx := context.Background()
+	if err := s.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Ping err = %v, want ErrUnavailable", err)
+	}
+	// The listings of schedules map their errors too (GET /schedules
+	// answered 500 instead of 503).
+	if _, err := s.ScheduleList(ctx, &store.ScheduleListParams{Limit: 1}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("ScheduleList err = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.SchedulesDue(ctx, &store.SchedulesDueParams{Before: time.Now(), Limit: 1}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("SchedulesDue err = %v, want ErrUnavailable", err)
 	}
 }
 

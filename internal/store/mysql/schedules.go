@@ -109,7 +109,7 @@ func (s *Store) ScheduleList(ctx context.Context, p *store.ScheduleListParams) (
 	out, err := s.querySchedules(ctx, `/* rowq:schedules.list */
 		SELECT `+scheduleCols+` FROM schedules WHERE name > ? ORDER BY name LIMIT ?`, p.After, p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list schedules after %q: %w", p.After, err)
+		return nil, fmt.Errorf("list schedules after %q: %w", p.After, mapErr(err))
 	}
 	return out, nil
 }
@@ -175,7 +175,7 @@ const dueSQL = `/* rowq:schedules.due */
 func (s *Store) SchedulesDue(ctx context.Context, p *store.SchedulesDueParams) ([]*store.Schedule, error) {
 	out, err := s.querySchedules(ctx, dueSQL, p.Before.UTC(), p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list due schedules: %w", err)
+		return nil, fmt.Errorf("list due schedules: %w", mapErr(err))
 	}
 	return out, nil
 }
