@@ -122,7 +122,7 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	if d.deliverCtx.Err() != nil {
 		return false // hard stop: the grab expires and the job is delivered again
 	}
-	log := r.log.With("job_id", j.ID)
+	log := r.logger().With("job_id", j.ID)
 	if aborted {
 		r.flow.observe(j, nil, began, began.Add(elapsed), 0, nil)
 		log.Debug("delivery aborted: the job was cancelled")

@@ -345,13 +345,13 @@ func parseRetryAfter(v string, now time.Time) *time.Duration {
 // hold puts j back to waiting for wait, its host not taking it now, in
 // the next batch of held jobs; its worker slot goes on with the next job.
 func (r *runner) hold(j *store.Job, wait time.Duration) {
-	r.log.Debug("job held back for its worker host", "job_id", j.ID, "wait", wait)
-	err := r.d.retryStore(r.log, "hold job back", func(ctx context.Context) error {
+	r.logger().Debug("job held back for its worker host", "job_id", j.ID, "wait", wait)
+	err := r.d.retryStore(r.logger(), "hold job back", func(ctx context.Context) error {
 		_, err := r.d.holds.Do(ctx, store.JobDelay{ID: j.ID, Delay: wait})
 		return err
 	})
 	if err != nil && r.d.deliverCtx.Err() == nil {
-		r.log.Warn("job held back was taken from this node before it was put back; it will be delivered again", "job_id", j.ID, "err", err)
+		r.logger().Warn("job held back was taken from this node before it was put back; it will be delivered again", "job_id", j.ID, "err", err)
 	}
 	r.later() // due again after wait: the prober learns when
 }
@@ -376,7 +376,7 @@ func (d *Dispatcher) saveHosts() {
 		cancel()
 		if err != nil {
 			r.flow.changed() // the next cycle tries again
-			r.log.Debug("record worker hosts failed", "err", err)
+			r.logger().Debug("record worker hosts failed", "err", err)
 		}
 	}
 }

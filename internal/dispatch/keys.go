@@ -300,7 +300,7 @@ func (r *runner) keyTable() (*keyTable, error) {
 		t.foreign += n
 	}
 	if t.foreign > 0 {
-		r.log.Info("keyed jobs in delivery beside this node's", "keys", len(busy), "jobs", t.foreign)
+		r.logger().Info("keyed jobs in delivery beside this node's", "keys", len(busy), "jobs", t.foreign)
 	}
 	r.keys.table.Store(t)
 	return t, nil

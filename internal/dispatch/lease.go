@@ -279,7 +279,7 @@ func (d *Dispatcher) whyNotHeld(ctx context.Context, id int64, grabs int, status
 // this node's) is left as it is.
 func (r *runner) accept(j *store.Job, lease time.Duration) error {
 	d := r.d
-	err := d.retryStore(r.log, "record accepted job", func(ctx context.Context) error {
+	err := d.retryStore(r.logger(), "record accepted job", func(ctx context.Context) error {
 		_, err := d.cfg.Store.JobLease(ctx, &store.JobLeaseParams{ID: j.ID, Grabs: j.Grabs, Lease: lease})
 		return err
 	})
@@ -310,7 +310,7 @@ func (r *runner) expireLeases() {
 			}
 			continue
 		}
-		r.log.Info("lease expired", "job_id", j.ID, "fail_count", j.FailCount+1, "retry", p.Outcome == store.FinishRetry)
+		r.logger().Info("lease expired", "job_id", j.ID, "fail_count", j.FailCount+1, "retry", p.Outcome == store.FinishRetry)
 		d.cfg.Stats.Delivered(r.name, outcome, 0)
 		r.leaseEnded(store.JobGrab{ID: j.ID, Grabs: j.Grabs})
 		retried = retried || p.Outcome == store.FinishRetry

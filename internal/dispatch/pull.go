@@ -437,10 +437,10 @@ func (r *runner) unpull(jobs []*store.Job) {
 		return
 	}
 	if err := r.release(jobs, true); err != nil {
-		r.log.Warn("give back jobs of a lease request that went away failed; they come back when their lease runs out", "jobs", len(jobs), "err", err)
+		r.logger().Warn("give back jobs of a lease request that went away failed; they come back when their lease runs out", "jobs", len(jobs), "err", err)
 		return
 	}
-	r.log.Debug("gave back jobs of a lease request that went away", "jobs", len(jobs))
+	r.logger().Debug("gave back jobs of a lease request that went away", "jobs", len(jobs))
 	for _, j := range jobs {
 		r.leaseEnded(store.JobGrab{ID: j.ID, Grabs: j.Grabs})
 	}

@@ -17,13 +17,13 @@ import (
 type runner struct {
 	d        *Dispatcher
 	name     string
-	log      *slog.Logger
+	log      atomic.Pointer[slog.Logger] // made at the first log line (logger)
 	settings atomic.Pointer[store.Queue]
 
 	wake     chan struct{} // a job may be due now
 	stop     chan struct{}
 	stopOnce sync.Once
-	done     chan struct{} // the loop has ended for good: no delivery left
+	done     sync.WaitGroup // held until the loop has ended for good: no delivery left
 	// life is lifeRunning while a goroutine runs the loop, lifeDormant
 	// while none does (rouse).
 	life    atomic.Int32
@@ -79,20 +79,33 @@ type step struct {
 	what  string
 }
 
+// logger returns the runner's logger, made at its first use: an idle
+// queue logs nothing, and keeps no logger.
+func (r *runner) logger() *slog.Logger {
+	if l := r.log.Load(); l != nil {
+		return l
+	}
+	l := r.d.log.With("queue", r.name)
+	if !r.log.CompareAndSwap(nil, l) {
+		return r.log.Load()
+	}
+	return l
+}
+
 // storeErr logs a failed store call loudly only when the queue was healthy,
 // so an outage logs one warning per queue, not one per attempt.
 func (r *runner) storeErr(what string, err error, attrs ...any) {
 	attrs = append(attrs, "err", err)
 	if r.failing.Swap(true) {
-		r.log.Debug(what+" failed", attrs...)
+		r.logger().Debug(what+" failed", attrs...)
 		return
 	}
-	r.log.Warn(what+" failed; retrying until the database answers", attrs...)
+	r.logger().Warn(what+" failed; retrying until the database answers", attrs...)
 }
 
 func (r *runner) storeOK() {
 	if r.failing.Swap(false) {
-		r.log.Info("database answers again")
+		r.logger().Info("database answers again")
 	}
 }
 
@@ -100,12 +113,11 @@ func newRunner(d *Dispatcher, q *store.Queue) *runner {
 	r := &runner{
 		d:     d,
 		name:  q.Name,
-		log:   d.log.With("queue", q.Name),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
 		slots: slots{freed: make(chan struct{}, 1)},
 	}
+	r.done.Add(1)
 	r.settings.Store(q)
 	r.flow.open = d.cfg.BreakerOpen
 	r.flow.anyDirty = &d.hostsDirty
@@ -152,7 +164,7 @@ func (r *runner) rouse() {
 // halt stops grabbing and waits until the deliveries in flight are done.
 func (r *runner) halt() {
 	r.stopOnce.Do(r.closeStop)
-	<-r.done
+	r.done.Wait()
 }
 
 func (r *runner) stopped() bool {
@@ -453,7 +465,7 @@ func (r *runner) finish() {
 	r.giveBackParked()
 	r.answerPullers(time.Time{})
 	r.drain(r.turn.lastExtend)
-	close(r.done)
+	r.done.Done()
 }
 
 // drain keeps the grabs of the deliveries still in flight extended until
@@ -506,7 +518,7 @@ func (r *runner) rescue() {
 	if err != nil {
 		r.storeErr("rescue expired grabs", err)
 	} else if n > 0 {
-		r.log.Info("rescued jobs whose holder vanished", "jobs", n)
+		r.logger().Info("rescued jobs whose holder vanished", "jobs", n)
 		r.markBacklog()
 		r.nudge()
 	}
