@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,15 +12,17 @@ import (
 )
 
 // TestServe_KillNineOutboxMover kills (SIGKILL) the node that moves the
-// outbox (the live node with the lowest id, node-a) while it drains a
-// backlog of committed rows into a paused queue, so that the jobs stay
-// countable: node-b takes the outbox over within seconds (the database
-// ends node-a's session, node-b reaps its registration), and every row
-// becomes exactly one job, none lost, none doubled. The mover spends most
-// of a drain inside its move transactions, so the kill most likely lands
-// in one; the deterministic case (a move aborted after its inserts and
-// deletes, before its commit) is each dialect's
-// TestOutboxMove_AbortedBeforeCommit.
+// outbox (the live node with the lowest id, node-a; the test checks by
+// the nodes' logs that node-a moves and node-b does not at the kill) while
+// it drains a backlog of committed rows into a paused queue, so that the
+// jobs stay countable: node-b takes the outbox over within seconds (the
+// database ends node-a's session, node-b reaps its registration), and
+// every row becomes exactly one job, none lost, none doubled. The mover
+// spends most of a drain inside its move transactions, so the kill most
+// likely lands in one; the deterministic case (a move stopped after its
+// deletes and inserts, before its commit) is each dialect's
+// TestOutboxMove_AbortedBeforeCommit, which on SQLite kills a process
+// inside its move.
 func TestServe_KillNineOutboxMover(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
@@ -30,7 +33,8 @@ func TestServe_KillNineOutboxMover(t *testing.T) {
 		dbURL := dbtest.URL(t, dialect)
 		a, b, aID, bID := twoNodes(t, dbURL, 10*time.Second, 30*time.Second, 4)
 		a.mustCall(t, "POST", "/queue/q/pause", nil)
-		victim, victimID := map[string]*proc{aID: a, bID: b}["node-a"], "node-a"
+		nodes := map[string]*proc{aID: a, bID: b}
+		victim, victimID, survivor := nodes["node-a"], "node-a", nodes["node-b"]
 
 		st := dbtest.OpenURL(t, dbURL)
 		ctx := t.Context()
@@ -50,6 +54,9 @@ func TestServe_KillNineOutboxMover(t *testing.T) {
 			leftAtKill int
 		)
 		kill := func() {
+			if !movesOutbox(victim) || movesOutbox(survivor) {
+				t.Fatalf("at the kill, %s moves the outbox: %v, node-b: %v; want %s alone", victimID, movesOutbox(victim), movesOutbox(survivor), victimID)
+			}
 			rows, err := st.OutboxRead(ctx, chunk)
 			if err != nil {
 				t.Fatal(err)
@@ -84,6 +91,9 @@ func TestServe_KillNineOutboxMover(t *testing.T) {
 		}
 		testworker.WaitFor(t, 20*time.Second, "node-b moving rows", func() bool { return newest() > lastAtKill })
 		takeover := time.Since(killedAt)
+		if !movesOutbox(survivor) {
+			t.Errorf("rows moved after the kill, but node-b does not say it moves the outbox")
+		}
 		testworker.WaitFor(t, 60*time.Second, "an empty outbox", func() bool {
 			rows, err := st.OutboxRead(ctx, 1)
 			return err == nil && len(rows) == 0
@@ -119,4 +129,11 @@ func TestServe_KillNineOutboxMover(t *testing.T) {
 		}
 		t.Logf("kill of the mover with %d+ rows left in the outbox → node-b moved the next after %v", leftAtKill, takeover.Round(time.Millisecond))
 	})
+}
+
+// movesOutbox reports whether p's log says it moves the outbox: its last
+// word on it is "moving the outbox", not "no longer moving the outbox".
+func movesOutbox(p *proc) bool {
+	out := p.out.String()
+	return strings.LastIndex(out, `msg="moving the outbox"`) > strings.LastIndex(out, `msg="no longer moving the outbox"`)
 }

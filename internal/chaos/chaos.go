@@ -165,6 +165,9 @@ type ScheduleResult struct {
 	Doubled int `json:"doubled"` // runs beyond the first for a tick
 	Skipped int `json:"skipped"` // runs recorded as skipped
 	Jobs    int `json:"jobs_delivered"`
+	// KilledFirers counts the kills of a node that had fired one of the
+	// schedule's ticks (a killed node fires nothing after its kill).
+	KilledFirers int `json:"killed_firers"`
 }
 
 // Result is a run's report, printed as one JSON line.
@@ -397,7 +400,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	lockRes := locks.wait()
 	var schedRes *ScheduleResult
 	if sched != nil {
-		schedRes = sched.finish(ctx)
+		schedRes = sched.finish(ctx, r.killed())
 	}
 	r.bg.Wait()
 	drained := r.drain(ctx)
@@ -576,6 +579,17 @@ func (r *run) kill(ctx context.Context) {
 	r.mu.Unlock()
 	r.log.Info("killed the leader", "node", victim.id, "held", len(held))
 	r.replace(ctx)
+}
+
+// killed returns the ids of the nodes killed so far.
+func (r *run) killed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, len(r.kills))
+	for i, k := range r.kills {
+		ids[i] = k.node
+	}
+	return ids
 }
 
 // replace starts a node in the background, so that Nodes stay up.

@@ -38,9 +38,9 @@ func startScheduleCheck(ctx context.Context, r *run) (*scheduleCheck, error) {
 	return sc, nil
 }
 
-// finish pauses the schedule and counts its runs per tick, from the first
-// tick to the last.
-func (sc *scheduleCheck) finish(ctx context.Context) *ScheduleResult {
+// finish pauses the schedule, counts its runs per tick, from the first
+// tick to the last, and how many of the killed nodes had fired one.
+func (sc *scheduleCheck) finish(ctx context.Context, killed []string) *ScheduleResult {
 	var api *client.Client
 	for range 50 {
 		if n := sc.r.c.pick(); n != nil {
@@ -55,6 +55,7 @@ func (sc *scheduleCheck) finish(ctx context.Context) *ScheduleResult {
 		return nil
 	}
 	perTick := map[int64]int{}
+	fired := map[string]bool{} // the nodes that fired a tick
 	res := &ScheduleResult{}
 	opts := &client.ListOptions{Limit: 1000}
 	for range 1000 {
@@ -68,6 +69,7 @@ func (sc *scheduleCheck) finish(ctx context.Context) *ScheduleResult {
 				continue
 			}
 			perTick[run.Tick.Unix()]++
+			fired[run.Node] = true
 			res.Runs++
 			if run.Skipped {
 				res.Skipped++
@@ -77,6 +79,11 @@ func (sc *scheduleCheck) finish(ctx context.Context) *ScheduleResult {
 			break
 		}
 		opts.Cursor = page.NextCursor
+	}
+	for _, id := range killed {
+		if fired[id] {
+			res.KilledFirers++
+		}
 	}
 	if len(perTick) == 0 {
 		return res

@@ -31,6 +31,9 @@ type Delivery struct {
 	By         string // User-Agent: the sending node when tests set one per node
 	Header     http.Header
 	AnsweredAt time.Time // zero if the request ended before the answer
+	// Ended is when the worker was done with the request: it answered, or
+	// the sender went away (zero while it runs).
+	Ended time.Time
 }
 
 // New starts a worker that answers each delivery with answer(body, attempt)
@@ -53,6 +56,7 @@ func New(t testing.TB, answer func(body string, attempt int) (status int, resp s
 		defer func() {
 			w.mu.Lock()
 			w.open--
+			d.Ended = time.Now()
 			w.mu.Unlock()
 		}()
 		status, resp, sleep := 200, `{"status":"success"}`, time.Duration(0)
