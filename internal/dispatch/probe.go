@@ -50,6 +50,10 @@ const probeGap = 100 * time.Millisecond
 // due, so that the sweep comes round.
 const probeMaxSleep = time.Second
 
+// lookRetry is how long the prober waits to look again at queues whose
+// look failed.
+const lookRetry = time.Second
+
 // sweepGap spaces the sweeps: an idle node's one statement a sweepGap,
 // whether its queues' polling_intervals are short or long. A sweep shares
 // its statement with the looks due at the time.
@@ -252,12 +256,16 @@ func (p *prober) look(runners []*runner) {
 	}
 	due, err := inChunks(names, d.cfg.Store.JobsNextDue)
 	if err != nil {
-		// Wake them all: each grabs and rescues, and backs off on its own
-		// if the database is away; each parks again, and is placed then.
-		d.log.Debug("look at parked queues failed; waking them", "err", err)
+		// Look again in a while. Waking them all instead, to grab and
+		// rescue each on its own, would send as many statements to a
+		// database that is away or slow, and give each a goroutine.
+		d.log.Debug("look at parked queues failed; looking again", "queues", len(runners), "in", lookRetry, "err", err)
+		again := time.Now().Add(lookRetry).UnixNano()
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		for _, r := range runners {
-			r.probe.rescueNow.Store(true)
-			r.nudge()
+			r.probe.lookAt.Store(again)
+			p.place(r)
 		}
 		return
 	}
