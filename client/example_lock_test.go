@@ -16,7 +16,7 @@ import (
 // fencing token to what the lock protects, so that it can refuse a holder
 // that lost the lock without knowing.
 func ExampleClient_Hold() {
-	c := client.New("http://127.0.0.1:8080", nil)
+	c := client.New(rowqURL(), nil)
 	err := c.Hold(context.Background(), "nightly-report", client.DefaultOwner(),
 		client.AcquireOptions{TTL: 30 * time.Second, Wait: 10 * time.Second},
 		func(ctx context.Context, l *rowqtype.Lease) error {
@@ -26,12 +26,13 @@ func ExampleClient_Hold() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Output: holding with token 1
 }
 
 // Acquire, Renew and Release are the three calls under Hold, for callers
 // that manage the lease themselves.
 func ExampleClient_Acquire() {
-	c := client.New("http://127.0.0.1:8080", nil)
+	c := client.New(rowqURL(), nil)
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "db-migration", client.DefaultOwner(), client.AcquireOptions{TTL: time.Minute})
 	var held *client.HeldError
@@ -43,8 +44,10 @@ func ExampleClient_Acquire() {
 		log.Fatal(err)
 	}
 	defer c.Release(ctx, l)
+	fmt.Println("migrating with token", l.Token)
 	// … work, renewing before a minute has passed:
 	if _, err := c.Renew(ctx, l, time.Minute); client.IsConflict(err) {
 		log.Fatal("lost the lock")
 	}
+	// Output: migrating with token 1
 }

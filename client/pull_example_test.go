@@ -15,13 +15,19 @@ import (
 )
 
 // ExampleWorker works the jobs of pull queue "thumbnails", eight at once,
-// until SIGTERM; the jobs in flight then finish and are completed. A job
-// whose payload is not JSON fails for good; any other error retries it by
-// its policy.
+// until SIGTERM (here: until its first job is done); the jobs in flight
+// then finish and are completed. A job whose payload is not JSON fails for
+// good; any other error retries it by its policy.
 func ExampleWorker() {
-	c := client.New("http://127.0.0.1:8080", nil, client.WithToken("worker-token"))
+	c := client.New(rowqURL(), nil, client.WithToken("worker-token"))
+	if _, err := c.PushJob(context.Background(), "thumbnail", &rowqtype.JobRequest{
+		Payload: json.RawMessage(`{"URL":"https://example.com/cat.png"}`)}); err != nil {
+		log.Fatal(err)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	ctx, done := context.WithCancel(ctx) // the Example's own end
 	w := &client.Worker{
 		Client:      c,
 		Queue:       "thumbnails",
@@ -32,19 +38,24 @@ func ExampleWorker() {
 			if err := json.Unmarshal(j.Payload, &img); err != nil {
 				return client.Permanent(err)
 			}
+			defer done()
 			return render(ctx, img.URL)
 		},
 	}
 	if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
+	// Output: rendered https://example.com/cat.png
 }
 
 // ExampleClient_Lease leases up to ten jobs of a pull queue, waiting up to
 // 20 s for the first, and completes each.
 func ExampleClient_Lease() {
-	c := client.New("http://127.0.0.1:8080", nil)
+	c := client.New(rowqURL(), nil)
 	ctx := context.Background()
+	if _, err := c.PushJob(ctx, "thumbnail", &rowqtype.JobRequest{Payload: json.RawMessage(`"dog.png"`)}); err != nil {
+		log.Fatal(err)
+	}
 	jobs, err := c.Lease(ctx, "thumbnails", &rowqtype.LeaseRequest{Max: new(10), Wait: new(20.0), Lease: new(300.0)})
 	if err != nil {
 		log.Fatal(err)
@@ -54,10 +65,20 @@ func ExampleClient_Lease() {
 		if err := render(ctx, string(j.Payload)); err != nil {
 			status = "failure" // retried by the job's policy
 		}
-		if _, err := c.Complete(ctx, j.ID, &rowqtype.JobCompletion{LeaseToken: j.LeaseToken, Status: status}); err != nil {
+		done, err := c.Complete(ctx, j.ID, &rowqtype.JobCompletion{LeaseToken: j.LeaseToken, Status: status})
+		if err != nil {
 			fmt.Println("job", j.ID, client.LeaseReason(err), err)
+			continue
 		}
+		fmt.Println("job", j.ID, done.Status)
 	}
+	// Output:
+	// rendered "dog.png"
+	// job 1 success
 }
 
-func render(context.Context, string) error { return nil }
+// render stands for a job's work.
+func render(_ context.Context, image string) error {
+	fmt.Println("rendered", image)
+	return nil
+}

@@ -11,9 +11,12 @@
 // slow password hash is for secrets people choose.)
 //
 // The Verifier keeps every token of the database in memory and reads them
-// again every second: a request costs no query, an unknown token costs no
-// query either, and a revoked or expired token stops working on every node
-// within about a second.
+// again every second: a request costs no query, and a revoked or expired
+// token stops working on every node within about a second. A well-formed
+// token not in memory may have been made since the last read: it is looked
+// up by its hash before it is refused, at most Config.Lookups a second per
+// node, so that a new token works at once and guesses cannot flood the
+// database.
 package auth
 
 import (

@@ -3,12 +3,14 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,15 +283,122 @@ func TestVerifier_ModesAndUnavailable(t *testing.T) {
 	})
 }
 
-// countingTokens counts the reads of a real store's tokens.
+// countingTokens counts the reads of a real store's tokens: reads of
+// every token, and lookups of one.
 type countingTokens struct {
 	store.Store
-	reads atomic.Int64
+	reads, lookups atomic.Int64
 }
 
 func (c *countingTokens) TokenList(ctx context.Context) ([]*store.Token, error) {
 	c.reads.Add(1)
 	return c.Store.TokenList(ctx)
+}
+
+func (c *countingTokens) TokenGet(ctx context.Context, hash string) (*store.Token, error) {
+	c.lookups.Add(1)
+	return c.Store.TokenGet(ctx, hash)
+}
+
+// A token made after the verifier read the tokens works on its first
+// check, long before the next read (an hour away here): it is looked up.
+// The lookup reads every token again, so its next checks cost none.
+func TestVerifier_NewTokenWorksAtOnce(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		st := &countingTokens{Store: dbtest.Open(t, dialect)}
+		ctx := t.Context()
+		old := create(t, st, "old", []string{"read"}, 0)
+		v := newVerifier(t, st, auth.Config{Interval: time.Hour})
+		if _, err := v.Check(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			tok := create(t, st, "new"+strconv.Itoa(i), []string{"enqueue"}, 0)
+			g, err := v.Check(ctx, tok)
+			if err != nil || g.Name != "new"+strconv.Itoa(i) || !g.Has(auth.Enqueue) || g.Has(auth.Read) {
+				t.Fatalf("first check of a token made after the last read = %+v, %v; want its grant", g, err)
+			}
+			lookups := st.lookups.Load()
+			for range 10 {
+				if _, err := v.Check(ctx, tok); err != nil {
+					t.Fatalf("check again: %v", err)
+				}
+			}
+			if n := st.lookups.Load() - lookups; n != 0 {
+				t.Fatalf("checks after the first looked the token up %d times, want 0 (it is in memory)", n)
+			}
+		}
+		// A revoked token found by a lookup is refused, and not looked up
+		// again for a while.
+		tok := create(t, st, "gone", []string{"read"}, 0)
+		if _, err := st.TokenRevoke(ctx, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		lookups := st.lookups.Load()
+		for range 5 {
+			if _, err := v.Check(ctx, tok); !errors.Is(err, auth.ErrBadToken) {
+				t.Fatalf("check of a token revoked before any read: err = %v, want ErrBadToken", err)
+			}
+		}
+		if n := st.lookups.Load() - lookups; n != 1 {
+			t.Fatalf("5 checks of a revoked token looked it up %d times, want 1", n)
+		}
+	})
+}
+
+// A flood of unknown well-formed tokens reaches the database at most
+// Lookups times a second (with a burst of as many), and tokens that are not
+// well-formed never; the tokens in memory keep working meanwhile.
+func TestVerifier_UnknownTokensBounded(t *testing.T) {
+	st := &countingTokens{Store: dbtest.Open(t, "sqlite")}
+	ctx := t.Context()
+	known := create(t, st, "known", []string{"read"}, 0)
+	const perSecond = 5
+	v := newVerifier(t, st, auth.Config{Interval: time.Hour, Lookups: perSecond})
+	if _, err := v.Check(ctx, known); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"x", "rowq_", "rowq_" + strings.Repeat("a", 51), "rowq_" + strings.Repeat("A", 52), strings.Repeat("a", 57)} {
+		if _, err := v.Check(ctx, bad); !errors.Is(err, auth.ErrBadToken) {
+			t.Fatalf("Check(%q) err = %v, want ErrBadToken", bad, err)
+		}
+	}
+	if n := st.lookups.Load(); n != 0 {
+		t.Fatalf("tokens that are not well-formed were looked up %d times, want 0", n)
+	}
+
+	const guessers, each = 32, 40
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, guessers)
+	for range guessers {
+		wg.Go(func() {
+			for range each {
+				guess, _ := auth.NewToken()
+				if _, err := v.Check(ctx, guess); !errors.Is(err, auth.ErrBadToken) {
+					errs <- fmt.Errorf("Check(a guess) err = %v, want ErrBadToken", err)
+					return
+				}
+				if _, err := v.Check(ctx, known); err != nil {
+					errs <- fmt.Errorf("Check(a known token) during the flood: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(began)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// The bucket holds perSecond lookups and gains perSecond a second.
+	bound := int64(perSecond + perSecond*took.Seconds())
+	n := st.lookups.Load()
+	t.Logf("%d guesses in %v: %d lookups (bound %d)", guessers*each, took.Round(time.Millisecond), n, bound)
+	if n < perSecond || n > bound {
+		t.Fatalf("%d guesses in %v made %d lookups, want %d..%d", guessers*each, took, n, perSecond, bound)
+	}
 }
 
 // An idle node reads no tokens; the request that ends its idleness reads

@@ -37,6 +37,7 @@ var (
 // Tokens is what the Verifier reads and writes (store.Store does).
 type Tokens interface {
 	TokenList(ctx context.Context) ([]*store.Token, error)
+	TokenGet(ctx context.Context, hash string) (*store.Token, error)
 	TokenTouch(ctx context.Context, names []string) error
 }
 
@@ -56,6 +57,11 @@ type Config struct {
 	Interval time.Duration
 	// TouchEvery bounds how often a token's last use is written (1 min).
 	TouchEvery time.Duration
+	// Lookups bounds how many tokens a second (10) that are not in memory
+	// are looked up in the database one by one, so that a token made a
+	// moment ago works at once while guesses cannot flood the database:
+	// docs/security.md, *A new token works at once*.
+	Lookups int
 }
 
 // Verifier verifies tokens against the database's, held in memory. It is
@@ -76,6 +82,7 @@ type Verifier struct {
 	// loading is held by whoever reads the tokens, so that requests that
 	// find them stale wait for one read instead of each making their own.
 	loading chan struct{}
+	lookups *lookups
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -106,11 +113,14 @@ func New(cfg Config) *Verifier {
 	if cfg.TouchEvery <= 0 {
 		cfg.TouchEvery = time.Minute
 	}
+	if cfg.Lookups <= 0 {
+		cfg.Lookups = 10
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	v := &Verifier{
-		cfg: cfg, log: cfg.Logger, loading: make(chan struct{}, 1),
+		cfg: cfg, log: cfg.Logger, loading: make(chan struct{}, 1), lookups: newLookups(cfg.Lookups),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		admin: NewGrant("(admin token)", []Scope{Admin}, nil),
 		node:  NewGrant("(node)", []Scope{Node}, nil),
@@ -297,13 +307,21 @@ func (v *Verifier) Check(ctx context.Context, token string) (*Grant, error) {
 	if token == "" {
 		return nil, ErrNoToken
 	}
-	return v.CheckHash(ctx, sha256.Sum256([]byte(token)))
+	return v.check(ctx, sha256.Sum256([]byte(token)), wellFormed(token))
 }
 
 // CheckHash is Check of the token whose SHA-256 is h: a dashboard session
 // names its token so, and is checked again on every request (a revoked
-// token ends its sessions with it).
+// token ends its sessions with it). The session is signed with the key the
+// nodes share, so h is a token's that some node verified: it may be looked
+// up.
 func (v *Verifier) CheckHash(ctx context.Context, h [sha256.Size]byte) (*Grant, error) {
+	return v.check(ctx, h, true)
+}
+
+// check is Check and CheckHash; lookup says whether a token not in memory
+// may be looked up in the database.
+func (v *Verifier) check(ctx context.Context, h [sha256.Size]byte, lookup bool) (*Grant, error) {
 	// The secrets of the environment are compared in constant time. A
 	// database token is found by its hash: a lookup's timing tells at
 	// most how much of the hash of the caller's own guess matches a
@@ -320,11 +338,55 @@ func (v *Verifier) CheckHash(ctx context.Context, h [sha256.Size]byte) (*Grant, 
 	}
 	e := s.byHash[h]
 	if e == nil {
-		return nil, ErrBadToken
+		if !lookup {
+			return nil, ErrBadToken
+		}
+		return v.lookup(ctx, h)
 	}
 	if !e.used.Load() {
 		e.used.Store(true)
 	}
+	return e.grant, nil
+}
+
+// lookup looks up a token that the tokens in memory lack, which may have
+// been made since they were read: at most Lookups a second per node, and
+// not again for unknownFor once a lookup found it unknown or not live.
+// Beyond that a token is refused until the next read of every token has
+// it (within about Interval), as it was before lookups.
+func (v *Verifier) lookup(ctx context.Context, h [sha256.Size]byte) (*Grant, error) {
+	ok, dry := v.lookups.take(h, time.Now())
+	if dry {
+		v.log.Warn("unknown API tokens arrive faster than the database is asked about them: refused without a lookup until the next read of the tokens",
+			"lookups_per_second", v.cfg.Lookups)
+	}
+	if !ok {
+		return nil, ErrBadToken
+	}
+	t, err := v.cfg.Tokens.TokenGet(ctx, hex.EncodeToString(h[:]))
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && !t.Live:
+		v.lookups.refuse(h, time.Now())
+		return nil, ErrBadToken
+	case err != nil:
+		if !errors.Is(err, store.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("look up an API token: %w", err)
+	}
+	// Read every token again, so that this one's next requests find it in
+	// memory instead of spending lookups. The read began after the lookup
+	// found the token, so it lacks it only if it was revoked or expired
+	// meanwhile; if the read fails, the lookup's answer is as fresh.
+	s, err := v.load(ctx)
+	if err != nil {
+		return NewGrant(t.Name, knownScopes(t.Scopes), t.Queues), nil
+	}
+	e := s.byHash[h]
+	if e == nil {
+		return nil, ErrBadToken
+	}
+	e.used.Store(true)
 	return e.grant, nil
 }
 

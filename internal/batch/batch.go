@@ -8,7 +8,7 @@
 // at a time, MariaDB saw two jobs per INSERT and SQLite's single writer
 // turned the others away; with one, batches grow with the load and the
 // end-to-end rate rose by a quarter on MariaDB and by half on SQLite
-// (docs/benchmarks.md).
+// (docs/benchmarks-log.md, 2026-11-22, 59539a3).
 //
 // A batcher may also space its batches (gap): a batch then starts no
 // sooner than gap after the previous one started, unless Flush or Close

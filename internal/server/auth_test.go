@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/rowq/rowq/internal/auth"
+	"github.com/rowq/rowq/internal/cli"
 	"github.com/rowq/rowq/internal/config"
 	"github.com/rowq/rowq/internal/server"
 	"github.com/rowq/rowq/internal/store"
@@ -264,6 +266,40 @@ func TestAuth_RevokeReachesEveryNodeWithin2s(t *testing.T) {
 					t.Fatalf("node %d still takes the revoked token %v after the revoke (answer %d)", i, took, code)
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// TestAuth_NewTokenWorksAtOnceOnEveryNode: a token made by `rowq token
+// create` while nodes run works on its very first request to each node,
+// long before their next read of every token: a node looks up a token it
+// does not know before it refuses it. (Before, a script that made a token
+// and used it at once got 401 for up to about a second.)
+func TestAuth_NewTokenWorksAtOnceOnEveryNode(t *testing.T) {
+	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		url := dbtest.URL(t, dialect)
+		st := dbtest.OpenURL(t, url)
+		old := makeToken(t, st, "old", []string{"read"})
+		nodes := []*server.Server{startNode(t, url, nil), startNode(t, url, nil)}
+		for i := range 3 {
+			// Each node holds the tokens in memory, read within the last
+			// second or so, when the new one is made.
+			for _, n := range nodes {
+				if code, out := callAs(t, n, old, "GET", "/queue/none", nil); code != 404 {
+					t.Fatalf("GET /queue/none with an old token = %d %v, want 404", code, out)
+				}
+			}
+			name := "new" + strconv.Itoa(i)
+			var stdout, stderr bytes.Buffer
+			if code := cli.Main([]string{"token", "create", name, "--scope", "read", "--database-url", url}, &stdout, &stderr); code != 0 {
+				t.Fatalf("rowq token create: exit %d: %s", code, stderr.String())
+			}
+			tok := strings.TrimSpace(stdout.String())
+			for j, n := range nodes {
+				if code, out := callAs(t, n, tok, "GET", "/queue/none", nil); code != 404 {
+					t.Fatalf("node %d: first request with token %s, made a moment ago = %d %v, want 404", j, name, code, out)
+				}
 			}
 		}
 	})

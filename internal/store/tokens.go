@@ -20,6 +20,11 @@ type TokenStore interface {
 	// TokenList returns every token, revoked and expired ones too, by
 	// name; each one's Live is judged by the database's clock at the read.
 	TokenList(ctx context.Context) ([]*Token, error)
+	// TokenGet returns the token whose hash is hash, revoked and expired
+	// too, with Live judged by the database's clock at the read;
+	// ErrNotFound if no token has that hash. It reads one index entry:
+	// a node looks up a token it does not hold in memory yet.
+	TokenGet(ctx context.Context, hash string) (*Token, error)
 	// TokenRevoke sets revoked_at = now on the named token unless it is
 	// revoked already, and returns it; ErrNotFound if no token has that
 	// name or it was revoked before.

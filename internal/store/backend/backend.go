@@ -17,7 +17,7 @@ import (
 
 // Open opens the store for a database URL:
 //
-//	mysql://user:pass@host:3306/db?param=value   MySQL 8 or MariaDB 10.6+
+//	mysql://user:pass@host:3306/db?param=value   MariaDB 10.6+ (MySQL 8: not tested)
 //	postgres://user:pass@host:5432/db?sslmode=…  PostgreSQL 13+ (postgresql:// too)
 //	sqlite://path/to/file.db                     embedded SQLite (sqlite:///abs/path)
 //

@@ -1,6 +1,10 @@
 // Package mysql is the MySQL 8.0+ and MariaDB 10.6+ dialect of the store.
+// Only MariaDB is tested (no MySQL 8 server is installable where rowq is
+// built); MySQL's own path, inserts without RETURNING, is forced on
+// MariaDB by the tests (WithoutReturning).
 //
-// It writes SQL both servers accept: no RETURNING (MySQL lacks it), so a
+// It writes SQL both servers accept: no RETURNING (MySQL lacks it; only
+// JobsInsertGrabbed takes it, where the server is MariaDB), so a
 // write that must report rows reads them in a short transaction; grabs use
 // SELECT … FOR UPDATE SKIP LOCKED. Times are DATETIME(6) in UTC and every
 // comparison uses the server's NOW(6). Sessions run in READ COMMITTED so

@@ -62,6 +62,15 @@ func (s *Store) TokenList(ctx context.Context) ([]*store.Token, error) {
 	return ts, nil
 }
 
+// TokenGet reads one token by hash.
+func (s *Store) TokenGet(ctx context.Context, hash string) (*store.Token, error) {
+	t, err := scanToken(s.db.QueryRowContext(ctx, `/* rowq:tokens.get_by_hash */ SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	if err != nil {
+		return nil, fmt.Errorf("get token by hash: %w", mapErr(err))
+	}
+	return t, nil
+}
+
 // TokenRevoke revokes the named token, then reads it back.
 func (s *Store) TokenRevoke(ctx context.Context, name string) (*store.Token, error) {
 	n, err := sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:tokens.revoke */

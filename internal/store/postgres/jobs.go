@@ -81,7 +81,7 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 // order. (ROWS FROM (unnest(…), …) WITH ORDINALITY … ORDER BY n said the
 // same with a tuplestore and a sort; their memory took the statement past
 // glibc's 128 KiB trim threshold, so every insert grew and shrank the
-// backend's heap, a quarter of PostgreSQL's CPU per job: docs/benchmarks.md.)
+// backend's heap, a quarter of PostgreSQL's CPU per job: docs/benchmarks-log.md, 2026-11-22, d946b6e.)
 const insertSQL = `/* rowq:jobs.insert */
 	INSERT INTO jobs (` + insertCols + `, state)
 	SELECT ` + insertValues + `, 'waiting'

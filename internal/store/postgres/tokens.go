@@ -58,6 +58,15 @@ func (s *Store) TokenList(ctx context.Context) ([]*store.Token, error) {
 	return ts, nil
 }
 
+// TokenGet reads one token by hash.
+func (s *Store) TokenGet(ctx context.Context, hash string) (*store.Token, error) {
+	t, err := queryOne(ctx, s, scanToken, `/* rowq:tokens.get_by_hash */ SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash)
+	if err != nil {
+		return nil, fmt.Errorf("get token by hash: %w", mapErr(err))
+	}
+	return t, nil
+}
+
 // TokenRevoke revokes the named token.
 func (s *Store) TokenRevoke(ctx context.Context, name string) (*store.Token, error) {
 	t, err := queryOne(ctx, s, scanToken, `/* rowq:tokens.revoke */

@@ -65,6 +65,16 @@ func (s *Store) TokenList(ctx context.Context) ([]*store.Token, error) {
 	return ts, nil
 }
 
+// TokenGet reads one token by hash.
+func (s *Store) TokenGet(ctx context.Context, hash string) (*store.Token, error) {
+	now := s.micros()
+	t, err := scanToken(s.r.QueryRowContext(ctx, `/* rowq:tokens.get_by_hash */ SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash), now)
+	if err != nil {
+		return nil, fmt.Errorf("get token by hash: %w", mapErr(err))
+	}
+	return t, nil
+}
+
 // TokenRevoke revokes the named token.
 func (s *Store) TokenRevoke(ctx context.Context, name string) (*store.Token, error) {
 	now := s.micros()

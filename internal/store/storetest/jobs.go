@@ -646,11 +646,6 @@ func testJobsNextDue(t *testing.T, s store.Store) {
 	}
 }
 
-// InsertGrabbed runs the conformance test of JobsInsertGrabbed alone on s,
-// for a dialect that inserts them in more than one way (MySQL with and
-// without RETURNING).
-func InsertGrabbed(t *testing.T, s store.Store) { testJobsInsertGrabbed(t, s) }
-
 // testJobsInsertGrabbed checks jobs written already grabbed (local
 // hand-off): returned as stored, held by the node, invisible to grabs,
 // acknowledged like any grab, and rescued when the lease passes.

@@ -16,6 +16,7 @@ var tokenTests = []conformanceTest{
 	{"Token_Expiry", testTokenExpiry},
 	{"Token_Revoke", testTokenRevoke},
 	{"Token_Touch", testTokenTouch},
+	{"Token_GetByHash", testTokenGet},
 }
 
 func createToken(t *testing.T, s store.Store, name, hash string, ttl time.Duration) *store.Token {
@@ -139,5 +140,28 @@ func testTokenTouch(t *testing.T, s store.Store) {
 		} else if touched && tk.LastUsedAt.Before(before.Add(-time.Millisecond)) {
 			t.Errorf("token %s last_used_at %v is before the touch (%v)", tk.Name, tk.LastUsedAt, before)
 		}
+	}
+}
+
+func testTokenGet(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	a := createToken(t, s, "a", hashOf('a'), 0)
+	createToken(t, s, "b", hashOf('b'), 0)
+	got := must(s.TokenGet(ctx, hashOf('a')))(t)
+	if got.Name != "a" || got.Hash != a.Hash || !slices.Equal(got.Scopes, a.Scopes) || !slices.Equal(got.Queues, a.Queues) ||
+		!got.CreatedAt.Equal(a.CreatedAt) || !got.Live {
+		t.Fatalf("TokenGet(a's hash) = %+v, created %+v", got, a)
+	}
+	if _, err := s.TokenGet(ctx, hashOf('c')); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("TokenGet(unknown hash) err = %v, want ErrNotFound", err)
+	}
+	// A revoked token is still found, not live: the caller tells "revoked"
+	// from "unknown".
+	must(s.TokenRevoke(ctx, "a"))(t)
+	if got := must(s.TokenGet(ctx, hashOf('a')))(t); got.Live || got.RevokedAt.IsZero() {
+		t.Fatalf("TokenGet of a revoked token = %+v, want it not live", got)
+	}
+	if got := must(s.TokenGet(ctx, hashOf('b')))(t); got.Name != "b" || !got.Live {
+		t.Fatalf("TokenGet(b's hash) = %+v", got)
 	}
 }
