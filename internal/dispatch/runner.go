@@ -324,7 +324,7 @@ func (r *runner) fill(q *store.Queue, now time.Time, free int64) step {
 	r.ahead.add(jobs[started:], p.ahead/2)
 	r.grabbed(err == nil && got < n, gen)
 	full := err == nil && got == n
-	return step{again: full, free: r.slots.free(q), ran: true, full: full, err: err, what: "grab jobs"}
+	return step{again: full, free: free, ran: true, full: full, err: err, what: "grab jobs"}
 }
 
 // grabPlan is the size of a push queue's next grab (planGrab).
