@@ -342,9 +342,29 @@ var unreachable = map[string]string{
 	"POST /queue/{name}/failed/retry 409":      "two failure log entries of one job id, or an entry whose job id is pending",
 }
 
-// run sends every request of the golden file.
+// run sends every request of the golden file, in the order it holds them.
 func (g *golden) run() {
-	t, b := g.t, g.b
+	g.queues()
+	g.routings()
+	g.enqueue()
+	g.batches()
+	g.jobs()
+	g.failures()
+	g.stats()
+	g.locks()
+	g.schedules()
+	g.nodeAndCleanup()
+
+	g.errorAnswers()
+	g.outbox()
+	g.leases()
+	g.authAnswers()
+	g.tooLarge()
+	g.databaseDown()
+}
+
+// queues creates, reads, pauses and wakes queues, good and bad.
+func (g *golden) queues() {
 	req := g.req
 	req("PUT", "/queue/q", "")
 	req("PUT", "/queue/q2", `{"max_dispatches_per_second":5,"max_burst_size":3,"paused":true,"polling_interval":10,"max_workers":3}`)
@@ -363,6 +383,11 @@ func (g *golden) run() {
 	req("POST", "/queue/q2/pause", "{}")
 	req("POST", "/queue/q/wake", `{"settings":true}`)
 	req("POST", "/queue/q/wake", `{"settings":1}`)
+}
+
+// routings creates and reads routings, good and bad.
+func (g *golden) routings() {
+	req := g.req
 	req("PUT", "/routing/c", `{"queue_name":"q"}`)
 	req("PUT", "/routing/c2", `{"queue_name":"q2"}`)
 	req("PUT", "/routing/c3", `{}`)
@@ -370,6 +395,11 @@ func (g *golden) run() {
 	req("GET", "/routings", "")
 	req("GET", "/routing/c", "")
 	req("GET", "/routing/zz", "")
+}
+
+// enqueue enqueues single jobs, good and bad.
+func (g *golden) enqueue() {
+	req := g.req
 	req("POST", "/job/c", `{"url":"http://w/x"}`)
 	req("POST", "/job/c", `{"url":"http://w/x","payload":"str","run_after":100,"max_retries":3,"retry_delay":4,"timeout":5}`)
 	req("POST", "/job/c", `{"url":"http://w/x","payload":{"a":1},"priority":7,"retry_backoff":"exponential","retry_delay":2,"retry_delay_max":60,"retry_jitter":0.5}`)
@@ -387,6 +417,11 @@ func (g *golden) run() {
 	req("POST", "/job/c", ``)
 	req("POST", "/job/c", `null`)
 	req("POST", "/job/c", `{"url":"http://w/x","x":1}`)
+}
+
+// batches enqueues batches of jobs, good and bad.
+func (g *golden) batches() {
+	req := g.req
 	req("POST", "/jobs", `{"jobs":[{"category":"c","url":"http://w/1"},{"category":"c2","url":"http://w/2","run_after":50,"payload":[1]}]}`)
 	req("POST", "/jobs", `{"jobs":[{"category":"c","url":"http://w/1","unique_key":"k1"},{"category":"c","url":"http://w/2","unique_key":"k2"}]}`)
 	req("POST", "/jobs", `{"jobs":[{"category":"c","url":"http://w/1"},{"category":"c","url":"http://w/1","retry_delay":"x"}]}`)
@@ -401,6 +436,11 @@ func (g *golden) run() {
 	req("POST", "/jobs", `{"jobs":[]}`)
 	req("POST", "/jobs", `{"jobs":5}`)
 	req("POST", "/jobs", `{"jobs":[{"url":"http://w/1"}]}`)
+}
+
+// jobs lists, reads and deletes the enqueued jobs.
+func (g *golden) jobs() {
+	req := g.req
 	req("GET", "/queue/q/waiting", "")
 	req("GET", "/queue/q/waiting?limit=1", "")
 	req("GET", "/queue/q/deferred?order=asc", "")
@@ -408,6 +448,12 @@ func (g *golden) run() {
 	req("GET", "/queue/q/job/1", "")
 	req("DELETE", "/queue/q/job/2", "")
 	req("GET", "/queue/q/job/2", "")
+}
+
+// failures lists, reads, retries and deletes failure log entries.
+func (g *golden) failures() {
+	t, b := g.t, g.b
+	req := g.req
 	req("GET", "/queue/q/failed", "")
 	fs := failEntries(t, b.st, "q", 3)
 	req("GET", "/queue/q/failed", "")
@@ -418,8 +464,18 @@ func (g *golden) run() {
 	req("POST", "/queue/q/failed/retry", `{"ids":[99999]}`)
 	req("POST", "/queue/q/failed/retry", `{"ids":["x"]}`)
 	req("DELETE", "/queue/q/failed", "")
+}
+
+// stats reads a queue's and every queue's stats.
+func (g *golden) stats() {
+	req := g.req
 	req("GET", "/queue/q/stats", "")
 	req("GET", "/queues/stats", "")
+}
+
+// locks acquires, renews, reads and releases locks, good and bad.
+func (g *golden) locks() {
+	req := g.req
 	req("PUT", "/lock/l", `{"owner":"a","ttl":10}`)
 	req("PUT", "/lock/l", `{"owner":"b","ttl":10}`)
 	req("PUT", "/lock/l", `{"owner":"b","ttl":"x"}`)
@@ -436,6 +492,11 @@ func (g *golden) run() {
 	req("GET", "/locks?limit=1", "")
 	req("DELETE", "/lock/l?owner=a&token=1", "")
 	req("DELETE", "/lock/l?owner=a&token=1", "")
+}
+
+// schedules creates, reads, acts on and deletes schedules, good and bad.
+func (g *golden) schedules() {
+	req := g.req
 	req("PUT", "/schedule/s", `{"cron":"0 3 * * *","category":"c","url":"http://w/s"}`)
 	req("PUT", "/schedule/s2", `{"cron":"0 3 * * *","timezone":"Europe/Berlin","category":"c","url":"http://w/s","payload":{"k":1},"max_retries":2,"retry_delay":3,"timeout":4,"misfire":"all","max_catchup":5,"overlap":"skip","paused":true}`)
 	req("PUT", "/schedule/s3", `{"cron":"0 3 * * *","category":"c","url":"http://w/s","max_catchup":"x"}`)
@@ -450,19 +511,17 @@ func (g *golden) run() {
 	req("POST", "/schedule/s/trigger", "")
 	req("GET", "/schedule/s/runs", "")
 	req("DELETE", "/schedule/s2", "")
+}
+
+// nodeAndCleanup reads the node's own answers, deletes a routing and a queue, and asks for a path the API does not serve.
+func (g *golden) nodeAndCleanup() {
+	req := g.req
 	req("GET", "/version", "")
 	req("GET", "/healthz", "")
 	req("GET", "/settings", "")
 	req("DELETE", "/routing/c2", "")
 	req("DELETE", "/queue/q2", "")
 	req("GET", "/nowhere", "")
-
-	g.errorAnswers()
-	g.outbox()
-	g.leases()
-	g.authAnswers()
-	g.tooLarge()
-	g.databaseDown()
 }
 
 // errorAnswers sends a bad name or id, or a name of nothing, to every

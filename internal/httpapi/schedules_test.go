@@ -36,140 +36,191 @@ type runOut struct {
 	Skipped bool      `json:"skipped"`
 }
 
+// TestSchedule_Lifecycle walks a schedule through the API on each
+// database: created with its defaults and next runs, put again, listed a
+// page at a time, paused and resumed, triggered and its runs listed, and
+// deleted. Each step finds the schedules as the ones before left them.
 func TestSchedule_Lifecycle(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		b := setupDialect(t, dialect, func(o *options) { o.enq.DefaultQueue = "q" })
 		b.ok(t, "PUT", "/queue/q", `{}`, nil)
-		var sc scheduleOut
-		b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report",
-			"url":"http://127.0.0.1:1/work","payload":{"k":"v"}}`, &sc)
-		if sc.Timezone != "America/New_York" || sc.Misfire != "once" || sc.MaxCatchup != 100 || sc.Overlap != "allow" || sc.Paused {
-			t.Errorf("defaults: %+v", sc)
-		}
-		if string(sc.Payload) != `{"k":"v"}` {
-			t.Errorf("payload = %s", sc.Payload)
-		}
-		if sc.NextRunAt == nil || !sc.NextRunAt.After(time.Now().Add(-time.Minute)) {
-			t.Fatalf("next_run_at = %v, want a coming time", sc.NextRunAt)
-		}
-		if len(sc.NextRuns) != 5 || sc.NextRuns[0].UTC != sc.NextRunAt.UTC().Format(time.RFC3339) {
-			t.Fatalf("next_runs = %+v, want 5 starting at next_run_at", sc.NextRuns)
-		}
-		for _, nr := range sc.NextRuns {
-			local, err := time.Parse(time.RFC3339, nr.Local)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// 02:30 local, or 03:00 on a spring-forward day.
-			if hm := local.Format("15:04"); hm != "02:30" && hm != "03:00" {
-				t.Errorf("next run %s is not at 02:30 New York time", nr.Local)
-			}
-			if u, _ := time.Parse(time.RFC3339, nr.UTC); !u.Equal(local) {
-				t.Errorf("local %s and utc %s differ", nr.Local, nr.UTC)
-			}
-		}
-
-		// The same spec again keeps its place; a new spec moves it.
-		var again scheduleOut
-		b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report","url":"http://127.0.0.1:1/work"}`, &again)
-		if !again.NextRunAt.Equal(*sc.NextRunAt) || again.Payload != nil {
-			t.Errorf("re-put: next_run_at %v (want %v), payload %s (want none)", again.NextRunAt, sc.NextRunAt, again.Payload)
-		}
-		b.ok(t, "PUT", "/schedule/every", `{"cron":"@every 1h","category":"report","url":"http://127.0.0.1:1/work","paused":true}`, nil)
-
-		var page struct {
-			Schedules  []scheduleOut `json:"schedules"`
-			NextCursor string        `json:"next_cursor"`
-		}
-		b.ok(t, "GET", "/schedules?limit=1", "", &page)
-		if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.NextCursor == "" {
-			t.Fatalf("first page = %+v", page)
-		}
-		// Paused: nothing is due, and next_runs are the runs it would
-		// have if resumed now, each marked paused.
-		if ev := page.Schedules[0]; !ev.Paused || ev.NextRunAt != nil || len(ev.NextRuns) != 5 {
-			t.Errorf("a paused schedule: %+v, want next_run_at null and 5 next_runs", ev)
-		} else {
-			first, _ := time.Parse(time.RFC3339, ev.NextRuns[0].UTC)
-			if d := time.Until(first); d <= 0 || d > time.Hour {
-				t.Errorf("paused @every 1h: first next run %s, want within the hour after now", ev.NextRuns[0].UTC)
-			}
-			for _, nr := range ev.NextRuns {
-				if !nr.Paused {
-					t.Errorf("next run %+v of a paused schedule is not marked paused", nr)
-				}
-			}
-		}
-		cursor := page.NextCursor
-		page.NextCursor = ""
-		b.ok(t, "GET", "/schedules?limit=1&cursor="+cursor, "", &page)
-		if len(page.Schedules) != 1 || page.Schedules[0].Name != "nightly" || page.NextCursor != "" {
-			t.Fatalf("second (last) page = %+v", page)
-		}
-		b.ok(t, "GET", "/schedules?limit=2", "", &page)
-		if len(page.Schedules) != 2 || page.NextCursor != "" {
-			t.Fatalf("one full page = %+v, want both schedules and no next_cursor", page)
-		}
-
-		var paused, resumed scheduleOut
-		b.ok(t, "POST", "/schedule/nightly/pause", "", &paused)
-		if !paused.Paused || paused.NextRunAt != nil {
-			t.Errorf("paused = %+v", paused)
-		}
-		// A daily tick far from now: resuming would keep the same runs.
-		if len(paused.NextRuns) != 5 || paused.NextRuns[0].Local != sc.NextRuns[0].Local && time.Until(*sc.NextRunAt) > time.Minute {
-			t.Errorf("paused next_runs = %+v, want those of the running schedule %+v", paused.NextRuns, sc.NextRuns)
-		}
-		b.ok(t, "POST", "/schedule/nightly/resume", "", &resumed)
-		if resumed.Paused || resumed.NextRunAt == nil {
-			t.Errorf("resumed = %+v", resumed)
-		}
-
-		var run runOut
-		b.ok(t, "POST", "/schedule/nightly/trigger", "", &run)
-		if run.Kind != "trigger" || run.JobID == nil || run.Queue != "q" || run.Skipped {
-			t.Fatalf("trigger = %+v", run)
-		}
-		var runs struct {
-			Runs       []runOut `json:"runs"`
-			NextCursor string   `json:"next_cursor"`
-		}
-		b.ok(t, "GET", "/schedule/nightly/runs", "", &runs)
-		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || *runs.Runs[0].JobID != *run.JobID || runs.NextCursor != "" {
-			t.Errorf("runs = %+v", runs)
-		}
-		// Paging, newest first: limit 1 over two runs.
-		var run2 runOut
-		b.ok(t, "POST", "/schedule/nightly/trigger", "", &run2)
-		b.ok(t, "GET", "/schedule/nightly/runs?limit=1", "", &runs)
-		if len(runs.Runs) != 1 || runs.Runs[0].ID != run2.ID || runs.NextCursor == "" {
-			t.Fatalf("runs page 1 = %+v, want run %d and a next_cursor", runs, run2.ID)
-		}
-		cursor = runs.NextCursor
-		runs.NextCursor = ""
-		b.ok(t, "GET", "/schedule/nightly/runs?limit=1&cursor="+cursor, "", &runs)
-		if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || runs.NextCursor != "" {
-			t.Fatalf("runs page 2 = %+v, want run %d and no next_cursor", runs, run.ID)
-		}
-		// A cursor of another listing is refused, naming cursor.
-		for _, path := range []string{"/schedule/nightly/runs?cursor=" + page.Schedules[0].Name, "/schedules?cursor=" + cursor} {
-			if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusBadRequest); !strings.HasPrefix(msg, "cursor:") {
-				t.Errorf("GET %s: error %q does not name cursor", path, msg)
-			}
-		}
-		var gone scheduleOut
-		b.ok(t, "DELETE", "/schedule/nightly", "", &gone)
-		for _, path := range []string{"/schedule/nightly", "/schedule/nightly/runs"} {
-			if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusNotFound); !strings.HasPrefix(msg, "name:") {
-				t.Errorf("GET %s after delete: %q", path, msg)
-			}
-		}
-		for _, action := range []string{"pause", "resume", "trigger"} {
-			errorMessage(t, b.do(t, "POST", "/schedule/nightly/"+action, ""), http.StatusNotFound)
-		}
-		errorMessage(t, b.do(t, "DELETE", "/schedule/nightly", ""), http.StatusNotFound)
+		sc := lifecycleCreate(t, b)
+		lifecycleReput(t, b, sc)
+		listed := lifecycleList(t, b)
+		lifecyclePauseResume(t, b, sc)
+		runsCursor := lifecycleRuns(t, b)
+		lifecycleForeignCursors(t, b, listed, runsCursor)
+		lifecycleDelete(t, b)
 	})
+}
+
+// lifecycleCreate puts the schedule nightly and checks its defaults and
+// next runs; it returns the schedule as the API answered.
+func lifecycleCreate(t *testing.T, b *bundle) scheduleOut {
+	t.Helper()
+	var sc scheduleOut
+	b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report",
+			"url":"http://127.0.0.1:1/work","payload":{"k":"v"}}`, &sc)
+	if sc.Timezone != "America/New_York" || sc.Misfire != "once" || sc.MaxCatchup != 100 || sc.Overlap != "allow" || sc.Paused {
+		t.Errorf("defaults: %+v", sc)
+	}
+	if string(sc.Payload) != `{"k":"v"}` {
+		t.Errorf("payload = %s", sc.Payload)
+	}
+	if sc.NextRunAt == nil || !sc.NextRunAt.After(time.Now().Add(-time.Minute)) {
+		t.Fatalf("next_run_at = %v, want a coming time", sc.NextRunAt)
+	}
+	if len(sc.NextRuns) != 5 || sc.NextRuns[0].UTC != sc.NextRunAt.UTC().Format(time.RFC3339) {
+		t.Fatalf("next_runs = %+v, want 5 starting at next_run_at", sc.NextRuns)
+	}
+	for _, nr := range sc.NextRuns {
+		local, err := time.Parse(time.RFC3339, nr.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 02:30 local, or 03:00 on a spring-forward day.
+		if hm := local.Format("15:04"); hm != "02:30" && hm != "03:00" {
+			t.Errorf("next run %s is not at 02:30 New York time", nr.Local)
+		}
+		if u, _ := time.Parse(time.RFC3339, nr.UTC); !u.Equal(local) {
+			t.Errorf("local %s and utc %s differ", nr.Local, nr.UTC)
+		}
+	}
+	return sc
+}
+
+// lifecycleReput puts nightly again, then the paused schedule every.
+// The same spec again keeps its place; a new spec moves it.
+func lifecycleReput(t *testing.T, b *bundle, sc scheduleOut) {
+	t.Helper()
+	var again scheduleOut
+	b.ok(t, "PUT", "/schedule/nightly", `{"cron":"30 2 * * *","timezone":"America/New_York","category":"report","url":"http://127.0.0.1:1/work"}`, &again)
+	if !again.NextRunAt.Equal(*sc.NextRunAt) || again.Payload != nil {
+		t.Errorf("re-put: next_run_at %v (want %v), payload %s (want none)", again.NextRunAt, sc.NextRunAt, again.Payload)
+	}
+	b.ok(t, "PUT", "/schedule/every", `{"cron":"@every 1h","category":"report","url":"http://127.0.0.1:1/work","paused":true}`, nil)
+}
+
+// lifecycleList lists the two schedules a page at a time, then on one
+// page, and returns the name of the first schedule of that page.
+func lifecycleList(t *testing.T, b *bundle) string {
+	t.Helper()
+	var page struct {
+		Schedules  []scheduleOut `json:"schedules"`
+		NextCursor string        `json:"next_cursor"`
+	}
+	b.ok(t, "GET", "/schedules?limit=1", "", &page)
+	if len(page.Schedules) != 1 || page.Schedules[0].Name != "every" || page.NextCursor == "" {
+		t.Fatalf("first page = %+v", page)
+	}
+	// Paused: nothing is due, and next_runs are the runs it would
+	// have if resumed now, each marked paused.
+	if ev := page.Schedules[0]; !ev.Paused || ev.NextRunAt != nil || len(ev.NextRuns) != 5 {
+		t.Errorf("a paused schedule: %+v, want next_run_at null and 5 next_runs", ev)
+	} else {
+		first, _ := time.Parse(time.RFC3339, ev.NextRuns[0].UTC)
+		if d := time.Until(first); d <= 0 || d > time.Hour {
+			t.Errorf("paused @every 1h: first next run %s, want within the hour after now", ev.NextRuns[0].UTC)
+		}
+		for _, nr := range ev.NextRuns {
+			if !nr.Paused {
+				t.Errorf("next run %+v of a paused schedule is not marked paused", nr)
+			}
+		}
+	}
+	cursor := page.NextCursor
+	page.NextCursor = ""
+	b.ok(t, "GET", "/schedules?limit=1&cursor="+cursor, "", &page)
+	if len(page.Schedules) != 1 || page.Schedules[0].Name != "nightly" || page.NextCursor != "" {
+		t.Fatalf("second (last) page = %+v", page)
+	}
+	b.ok(t, "GET", "/schedules?limit=2", "", &page)
+	if len(page.Schedules) != 2 || page.NextCursor != "" {
+		t.Fatalf("one full page = %+v, want both schedules and no next_cursor", page)
+	}
+	return page.Schedules[0].Name
+}
+
+// lifecyclePauseResume pauses nightly, whose next_runs stay those of the
+// running schedule sc, and resumes it.
+func lifecyclePauseResume(t *testing.T, b *bundle, sc scheduleOut) {
+	t.Helper()
+	var paused, resumed scheduleOut
+	b.ok(t, "POST", "/schedule/nightly/pause", "", &paused)
+	if !paused.Paused || paused.NextRunAt != nil {
+		t.Errorf("paused = %+v", paused)
+	}
+	// A daily tick far from now: resuming would keep the same runs.
+	if len(paused.NextRuns) != 5 || paused.NextRuns[0].Local != sc.NextRuns[0].Local && time.Until(*sc.NextRunAt) > time.Minute {
+		t.Errorf("paused next_runs = %+v, want those of the running schedule %+v", paused.NextRuns, sc.NextRuns)
+	}
+	b.ok(t, "POST", "/schedule/nightly/resume", "", &resumed)
+	if resumed.Paused || resumed.NextRunAt == nil {
+		t.Errorf("resumed = %+v", resumed)
+	}
+}
+
+// lifecycleRuns triggers nightly twice and lists its runs, a page at a
+// time; it returns the cursor of the runs' first page.
+func lifecycleRuns(t *testing.T, b *bundle) string {
+	t.Helper()
+	var run runOut
+	b.ok(t, "POST", "/schedule/nightly/trigger", "", &run)
+	if run.Kind != "trigger" || run.JobID == nil || run.Queue != "q" || run.Skipped {
+		t.Fatalf("trigger = %+v", run)
+	}
+	var runs struct {
+		Runs       []runOut `json:"runs"`
+		NextCursor string   `json:"next_cursor"`
+	}
+	b.ok(t, "GET", "/schedule/nightly/runs", "", &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || *runs.Runs[0].JobID != *run.JobID || runs.NextCursor != "" {
+		t.Errorf("runs = %+v", runs)
+	}
+	// Paging, newest first: limit 1 over two runs.
+	var run2 runOut
+	b.ok(t, "POST", "/schedule/nightly/trigger", "", &run2)
+	b.ok(t, "GET", "/schedule/nightly/runs?limit=1", "", &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].ID != run2.ID || runs.NextCursor == "" {
+		t.Fatalf("runs page 1 = %+v, want run %d and a next_cursor", runs, run2.ID)
+	}
+	cursor := runs.NextCursor
+	runs.NextCursor = ""
+	b.ok(t, "GET", "/schedule/nightly/runs?limit=1&cursor="+cursor, "", &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || runs.NextCursor != "" {
+		t.Fatalf("runs page 2 = %+v, want run %d and no next_cursor", runs, run.ID)
+	}
+	return cursor
+}
+
+// lifecycleForeignCursors sends each listing what is not its cursor
+// (a schedule's name to the runs, the runs' cursor to the schedules).
+// A cursor of another listing is refused, naming cursor.
+func lifecycleForeignCursors(t *testing.T, b *bundle, listed, runsCursor string) {
+	t.Helper()
+	for _, path := range []string{"/schedule/nightly/runs?cursor=" + listed, "/schedules?cursor=" + runsCursor} {
+		if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusBadRequest); !strings.HasPrefix(msg, "cursor:") {
+			t.Errorf("GET %s: error %q does not name cursor", path, msg)
+		}
+	}
+}
+
+// lifecycleDelete deletes nightly; then it, its runs and its actions are
+// not found.
+func lifecycleDelete(t *testing.T, b *bundle) {
+	t.Helper()
+	var gone scheduleOut
+	b.ok(t, "DELETE", "/schedule/nightly", "", &gone)
+	for _, path := range []string{"/schedule/nightly", "/schedule/nightly/runs"} {
+		if msg := errorMessage(t, b.do(t, "GET", path, ""), http.StatusNotFound); !strings.HasPrefix(msg, "name:") {
+			t.Errorf("GET %s after delete: %q", path, msg)
+		}
+	}
+	for _, action := range []string{"pause", "resume", "trigger"} {
+		errorMessage(t, b.do(t, "POST", "/schedule/nightly/"+action, ""), http.StatusNotFound)
+	}
+	errorMessage(t, b.do(t, "DELETE", "/schedule/nightly", ""), http.StatusNotFound)
 }
 
 func TestSchedule_TriggerUnroutable(t *testing.T) {

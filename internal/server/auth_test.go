@@ -110,47 +110,10 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		url := dbtest.URL(t, dialect)
 		st := dbtest.OpenURL(t, url)
-		all := []string{"read", "enqueue", "locks", "work", "admin"}
-		tokens := map[string]string{"confined": makeToken(t, st, "confined", []string{"read"}, "q*")}
-		for _, s := range all {
-			tokens[s] = makeToken(t, st, s, []string{s})
-			// "no-read" holds every scope but admin and read, and so on.
-			tokens["no-"+s] = makeToken(t, st, "no-"+s, slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == s || x == "admin" }))
-		}
-		tokens["no-read|locks"] = makeToken(t, st, "no-read-locks", []string{"enqueue"})
-		// The dashboard's lock release needs both.
-		tokens["read&locks"] = makeToken(t, st, "read-and-locks", []string{"read", "locks"})
-		tokens["no-read&locks"] = makeToken(t, st, "read-no-locks", []string{"read", "enqueue"})
-		tokens["no-node"] = tokens["no-admin"]
+		tokens := scopeTokens(t, st)
 		node := startNode(t, url, func(c *config.Config) { c.Auth = "on" })
-		key, err := st.SecretEnsure(t.Context(), auth.NodeKeySecret, "unused")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens["node"] = key
-		tokens["read|locks"] = tokens["locks"]
-		tokens["work|node"] = tokens["work"]
-		tokens["no-work|node"] = tokens["no-work"]
-
-		doc := loadOpenAPI(t)
-		doc.Servers = openapi3.Servers{{URL: "http://" + node.Addr()}}
-		router, err := legacy.NewRouter(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		send := func(pattern, token string) (int, string) {
-			method, path, _ := strings.Cut(pattern, " ")
-			path = strings.NewReplacer("{name}", "q1", "{category}", "c1", "{id}", "1").Replace(path)
-			body := ""
-			if method == "POST" || method == "PUT" {
-				body = "{}"
-			}
-			req, res, got := request(t, node, token, method, path, strings.NewReader(body))
-			if res.StatusCode == 401 || res.StatusCode == 403 {
-				checkDocumented(t, router, req, res, got)
-			}
-			return res.StatusCode, string(got)
-		}
+		addNodeTokens(t, st, tokens)
+		p := newRouteProbe(t, node, tokens)
 
 		routes := node.Routes()
 		for _, pattern := range routes {
@@ -159,53 +122,7 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 				t.Errorf("route %q has no entry in routeDecisions: decide which scope it needs", pattern)
 				continue
 			}
-			code, body := send(pattern, "")
-			switch {
-			case want.form && want.login:
-				if code != 303 {
-					t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
-				}
-			case want.form:
-				if code != 403 || !strings.Contains(body, "CSRF") {
-					t.Errorf("%s without a CSRF token: %d, want 403: %s", pattern, code, body)
-				}
-				continue
-			case want.login:
-				if code != 303 {
-					t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
-				}
-			case want.scopes == "" && (code == 401 || code == 403):
-				t.Errorf("%s is open, but answered %d without a token: %s", pattern, code, body)
-			case want.scopes != "" && code != 401:
-				t.Errorf("%s without a token: %d, want 401: %s", pattern, code, body)
-			}
-			if want.scopes == "" {
-				continue
-			}
-			if code, body := send(pattern, tokens["no-"+want.scopes]); code != 403 || !strings.Contains(body, "lacks scope") {
-				t.Errorf("%s with a token lacking %s: %d, want 403 naming the scope: %s", pattern, want.scopes, code, body)
-			}
-			if want.form { // allowed, then refused without its CSRF token
-				for _, tok := range []string{want.scopes, "admin"} {
-					if code, body := send(pattern, tokens[tok]); code != 403 || !strings.Contains(body, "CSRF") {
-						t.Errorf("%s with a %s token, without a CSRF token: %d, want 403 naming CSRF: %s", pattern, tok, code, body)
-					}
-				}
-				continue
-			}
-			if code, body := send(pattern, tokens[want.scopes]); code == 401 || code == 403 {
-				t.Errorf("%s with a %s token: %d: %s", pattern, want.scopes, code, body)
-			}
-			if code, body := send(pattern, tokens["admin"]); code == 401 || code == 403 {
-				t.Errorf("%s with an admin token: %d: %s", pattern, code, body)
-			}
-			code, body = send(pattern, tokens["confined"])
-			if want.allQueues && code != 403 {
-				t.Errorf("%s shows every queue, yet a token confined to q* got %d: %s", pattern, code, body)
-			}
-			if want.login && !want.allQueues && (code == 401 || code == 403) {
-				t.Errorf("%s shows a token confined to q* its queues, yet answered %d: %s", pattern, code, body)
-			}
+			p.check(pattern, want)
 		}
 		for pattern := range routeDecisions {
 			if !slices.Contains(routes, pattern) {
@@ -213,6 +130,145 @@ func TestAuth_EveryRouteHasADecision(t *testing.T) {
 			}
 		}
 	})
+}
+
+// scopeTokens stores a token of each scope, one of every scope but each
+// one (and admin), a token confined to queues q*, and those a decision of
+// two scopes needs; it returns them by the name a decision gives them.
+func scopeTokens(t *testing.T, st store.Store) map[string]string {
+	t.Helper()
+	all := []string{"read", "enqueue", "locks", "work", "admin"}
+	tokens := map[string]string{"confined": makeToken(t, st, "confined", []string{"read"}, "q*")}
+	for _, s := range all {
+		tokens[s] = makeToken(t, st, s, []string{s})
+		// "no-read" holds every scope but admin and read, and so on.
+		tokens["no-"+s] = makeToken(t, st, "no-"+s, slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == s || x == "admin" }))
+	}
+	tokens["no-read|locks"] = makeToken(t, st, "no-read-locks", []string{"enqueue"})
+	// The dashboard's lock release needs both.
+	tokens["read&locks"] = makeToken(t, st, "read-and-locks", []string{"read", "locks"})
+	tokens["no-read&locks"] = makeToken(t, st, "read-no-locks", []string{"read", "enqueue"})
+	tokens["no-node"] = tokens["no-admin"]
+	return tokens
+}
+
+// addNodeTokens adds to tokens the node key a started node ensured, and
+// the tokens of the decisions "read|locks" and "work|node" (one scope of
+// two).
+func addNodeTokens(t *testing.T, st store.Store, tokens map[string]string) {
+	t.Helper()
+	key, err := st.SecretEnsure(t.Context(), auth.NodeKeySecret, "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens["node"] = key
+	tokens["read|locks"] = tokens["locks"]
+	tokens["work|node"] = tokens["work"]
+	tokens["no-work|node"] = tokens["no-work"]
+}
+
+// routeProbe sends a route's requests to a node with the tokens by name,
+// and checks its 401 and 403 answers against docs/openapi.yaml.
+type routeProbe struct {
+	t      *testing.T
+	node   *server.Server
+	router routers.Router
+	tokens map[string]string
+}
+
+func newRouteProbe(t *testing.T, node *server.Server, tokens map[string]string) *routeProbe {
+	t.Helper()
+	doc := loadOpenAPI(t)
+	doc.Servers = openapi3.Servers{{URL: "http://" + node.Addr()}}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &routeProbe{t: t, node: node, router: router, tokens: tokens}
+}
+
+// send sends pattern's request with token ("" for none) and returns the
+// answer's status and body.
+func (p *routeProbe) send(pattern, token string) (int, string) {
+	t := p.t
+	method, path, _ := strings.Cut(pattern, " ")
+	path = strings.NewReplacer("{name}", "q1", "{category}", "c1", "{id}", "1").Replace(path)
+	body := ""
+	if method == "POST" || method == "PUT" {
+		body = "{}"
+	}
+	req, res, got := request(t, p.node, token, method, path, strings.NewReader(body))
+	if res.StatusCode == 401 || res.StatusCode == 403 {
+		checkDocumented(t, p.router, req, res, got)
+	}
+	return res.StatusCode, string(got)
+}
+
+// check checks the route's answer without a token, then, if it takes
+// scopes, with tokens lacking and holding them.
+func (p *routeProbe) check(pattern string, want routeAuth) {
+	if !p.checkWithoutToken(pattern, want) || want.scopes == "" {
+		return
+	}
+	p.checkWithTokens(pattern, want)
+}
+
+// checkWithoutToken checks the route's answer to a request without a
+// token; it reports false for a form that needs no login, refused for its
+// missing CSRF token before any scope counts.
+func (p *routeProbe) checkWithoutToken(pattern string, want routeAuth) bool {
+	t := p.t
+	code, body := p.send(pattern, "")
+	switch {
+	case want.form && want.login:
+		if code != 303 {
+			t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
+		}
+	case want.form:
+		if code != 403 || !strings.Contains(body, "CSRF") {
+			t.Errorf("%s without a CSRF token: %d, want 403: %s", pattern, code, body)
+		}
+		return false
+	case want.login:
+		if code != 303 {
+			t.Errorf("%s without a token: %d, want 303 to the login page: %s", pattern, code, body)
+		}
+	case want.scopes == "" && (code == 401 || code == 403):
+		t.Errorf("%s is open, but answered %d without a token: %s", pattern, code, body)
+	case want.scopes != "" && code != 401:
+		t.Errorf("%s without a token: %d, want 401: %s", pattern, code, body)
+	}
+	return true
+}
+
+// checkWithTokens checks the answers of a route that takes scopes to a
+// token lacking them, tokens holding them, and a token confined to q*.
+func (p *routeProbe) checkWithTokens(pattern string, want routeAuth) {
+	t, tokens := p.t, p.tokens
+	if code, body := p.send(pattern, tokens["no-"+want.scopes]); code != 403 || !strings.Contains(body, "lacks scope") {
+		t.Errorf("%s with a token lacking %s: %d, want 403 naming the scope: %s", pattern, want.scopes, code, body)
+	}
+	if want.form { // allowed, then refused without its CSRF token
+		for _, tok := range []string{want.scopes, "admin"} {
+			if code, body := p.send(pattern, tokens[tok]); code != 403 || !strings.Contains(body, "CSRF") {
+				t.Errorf("%s with a %s token, without a CSRF token: %d, want 403 naming CSRF: %s", pattern, tok, code, body)
+			}
+		}
+		return
+	}
+	if code, body := p.send(pattern, tokens[want.scopes]); code == 401 || code == 403 {
+		t.Errorf("%s with a %s token: %d: %s", pattern, want.scopes, code, body)
+	}
+	if code, body := p.send(pattern, tokens["admin"]); code == 401 || code == 403 {
+		t.Errorf("%s with an admin token: %d: %s", pattern, code, body)
+	}
+	code, body := p.send(pattern, tokens["confined"])
+	if want.allQueues && code != 403 {
+		t.Errorf("%s shows every queue, yet a token confined to q* got %d: %s", pattern, code, body)
+	}
+	if want.login && !want.allQueues && (code == 401 || code == 403) {
+		t.Errorf("%s shows a token confined to q* its queues, yet answered %d: %s", pattern, code, body)
+	}
 }
 
 // checkDocumented validates a 401 or 403 answer against docs/openapi.yaml.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,80 +155,54 @@ type actionCase struct {
 	effect func(t *testing.T, nb *nodeBundle) error
 }
 
+// actionCases are the dashboard's actions, by group. In order: each case
+// finds the database as the ones before left it.
 func actionCases(nb *nodeBundle) []actionCase {
+	return slices.Concat(queueActionCases(nb), failedActionCases(nb), scheduleActionCases(), heldActionCases(nb))
+}
+
+// queueActionCases pause and resume queue idle and delete a waiting job
+// of queue mail.
+func queueActionCases(nb *nodeBundle) []actionCase {
 	ctx := context.Background()
-	failedGone := func(ids ...int64) func(*testing.T, *nodeBundle) error {
-		return func(t *testing.T, nb *nodeBundle) error {
-			for _, id := range ids {
-				if _, err := nb.st.FailedJobGet(ctx, "mail", id); !errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("failed job %d still in the log (err %v)", id, err)
-				}
-			}
-			return nil
-		}
-	}
-	waitingAgain := func(n int) func(*testing.T, *nodeBundle) error {
-		return func(t *testing.T, nb *nodeBundle) error {
-			js, err := nb.st.JobsList(ctx, &store.JobsListParams{Queue: "mail", Kind: store.JobsWaiting, Limit: 100})
-			if err != nil {
-				return err
-			}
-			if len(js) != n {
-				return fmt.Errorf("%d jobs waiting in mail, want %d", len(js), n)
-			}
-			return nil
-		}
-	}
-	paused := func(queue string, want bool) func(*testing.T, *nodeBundle) error {
-		return func(t *testing.T, nb *nodeBundle) error {
-			q, err := nb.st.QueueGet(ctx, queue)
-			if err == nil && q.Paused != want {
-				err = fmt.Errorf("queue %s paused %v, want %v", queue, q.Paused, want)
-			}
-			return err
-		}
-	}
-	schedPaused := func(name string, want bool) func(*testing.T, *nodeBundle) error {
-		return func(t *testing.T, nb *nodeBundle) error {
-			sc, err := nb.st.ScheduleGet(ctx, name)
-			if err == nil && sc.Paused != want {
-				err = fmt.Errorf("schedule %s paused %v, want %v", name, sc.Paused, want)
-			}
-			return err
-		}
-	}
-	id := func(n int64) string { return strconv.FormatInt(n, 10) }
-	f := nb.failed
-	// In order: each case finds the database as the ones before left it.
 	return []actionCase{
-		{name: "pause queue", path: "/ui/queue/idle/pause", scope: "admin", effect: paused("idle", true)},
-		{name: "resume queue", path: "/ui/queue/idle/resume", scope: "admin", effect: paused("idle", false)},
-		{name: "delete waiting job", path: "/ui/queue/mail/job/" + id(nb.jobs[0]) + "/delete", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
+		{name: "pause queue", path: "/ui/queue/idle/pause", scope: "admin", effect: queuePausedIs("idle", true)},
+		{name: "resume queue", path: "/ui/queue/idle/resume", scope: "admin", effect: queuePausedIs("idle", false)},
+		{name: "delete waiting job", path: "/ui/queue/mail/job/" + itoa(nb.jobs[0]) + "/delete", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
 			if _, err := nb.st.JobGet(ctx, "mail", nb.jobs[0]); !errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("job %d still stored (err %v)", nb.jobs[0], err)
 			}
-			return waitingAgain(1)(t, nb)
+			return mailWaiting(1)(t, nb)
 		}},
-		{name: "retry one failed job", path: "/ui/queue/mail/failed/" + id(f[0]) + "/retry", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
+	}
+}
+
+// failedActionCases retry and delete queue mail's failure log entries:
+// one, those selected, then all.
+func failedActionCases(nb *nodeBundle) []actionCase {
+	ctx := context.Background()
+	f := nb.failed
+	return []actionCase{
+		{name: "retry one failed job", path: "/ui/queue/mail/failed/" + itoa(f[0]) + "/retry", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
 			if err := failedGone(f[0])(t, nb); err != nil {
 				return err
 			}
-			return waitingAgain(2)(t, nb)
+			return mailWaiting(2)(t, nb)
 		}},
-		{name: "delete one failed job", path: "/ui/queue/mail/failed/" + id(f[1]) + "/delete", scope: "admin", effect: failedGone(f[1])},
-		{name: "retry selected failed jobs", path: "/ui/queue/mail/failed/retry", form: url.Values{"id": {id(f[2]), id(f[3])}}, scope: "admin",
+		{name: "delete one failed job", path: "/ui/queue/mail/failed/" + itoa(f[1]) + "/delete", scope: "admin", effect: failedGone(f[1])},
+		{name: "retry selected failed jobs", path: "/ui/queue/mail/failed/retry", form: url.Values{"id": {itoa(f[2]), itoa(f[3])}}, scope: "admin",
 			effect: func(t *testing.T, nb *nodeBundle) error {
 				if err := failedGone(f[2], f[3])(t, nb); err != nil {
 					return err
 				}
-				return waitingAgain(4)(t, nb)
+				return mailWaiting(4)(t, nb)
 			}},
-		{name: "delete selected failed jobs", path: "/ui/queue/mail/failed/delete", form: url.Values{"id": {id(f[4])}}, scope: "admin", effect: failedGone(f[4])},
+		{name: "delete selected failed jobs", path: "/ui/queue/mail/failed/delete", form: url.Values{"id": {itoa(f[4])}}, scope: "admin", effect: failedGone(f[4])},
 		{name: "retry all failed jobs", path: "/ui/queue/mail/failed/retry", form: url.Values{"all": {"yes"}}, scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
 			if err := failedGone(f[5])(t, nb); err != nil {
 				return err
 			}
-			return waitingAgain(5)(t, nb)
+			return mailWaiting(5)(t, nb)
 		}},
 		{name: "delete all failed jobs", path: "/ui/queue/mail/failed/delete", form: url.Values{"all": {"yes"}}, scope: "admin",
 			before: func(t *testing.T, nb *nodeBundle) { nb.failed = append(nb.failed, nb.fail(t), nb.fail(t)) },
@@ -238,22 +213,85 @@ func actionCases(nb *nodeBundle) []actionCase {
 				}
 				return err
 			}},
-		{name: "pause schedule", path: "/ui/schedule/mail-daily/pause", scope: "admin", effect: schedPaused("mail-daily", true)},
-		{name: "resume schedule", path: "/ui/schedule/mail-daily/resume", scope: "admin", effect: schedPaused("mail-daily", false)},
-		{name: "trigger schedule", path: "/ui/schedule/mail-daily/trigger", scope: "admin", effect: waitingAgain(6)},
-		{name: "cancel a job in delivery", path: "/ui/queue/mail/job/" + id(nb.grabbed) + "/cancel", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
+	}
+}
+
+// scheduleActionCases pause, resume and trigger the schedule mail-daily.
+func scheduleActionCases() []actionCase {
+	return []actionCase{
+		{name: "pause schedule", path: "/ui/schedule/mail-daily/pause", scope: "admin", effect: schedulePausedIs("mail-daily", true)},
+		{name: "resume schedule", path: "/ui/schedule/mail-daily/resume", scope: "admin", effect: schedulePausedIs("mail-daily", false)},
+		{name: "trigger schedule", path: "/ui/schedule/mail-daily/trigger", scope: "admin", effect: mailWaiting(6)},
+	}
+}
+
+// heldActionCases act on what is held: cancel the job in delivery and
+// release the lock mail-deploy.
+func heldActionCases(nb *nodeBundle) []actionCase {
+	ctx := context.Background()
+	return []actionCase{
+		{name: "cancel a job in delivery", path: "/ui/queue/mail/job/" + itoa(nb.grabbed) + "/cancel", scope: "admin", effect: func(t *testing.T, nb *nodeBundle) error {
 			if _, err := nb.st.JobGet(ctx, "mail", nb.grabbed); !errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("job %d still stored (err %v)", nb.grabbed, err)
 			}
 			return nil
 		}},
-		{name: "release lock", path: "/ui/lock/mail-deploy/release", form: url.Values{"owner": {nb.lock.Owner}, "token": {id(nb.lock.Token)}}, scope: "locks",
+		{name: "release lock", path: "/ui/lock/mail-deploy/release", form: url.Values{"owner": {nb.lock.Owner}, "token": {itoa(nb.lock.Token)}}, scope: "locks",
 			effect: func(t *testing.T, nb *nodeBundle) error {
 				if ls, err := nb.st.LockGet(ctx, "mail-deploy"); err != nil || len(ls) != 0 {
 					return fmt.Errorf("lock mail-deploy still held: %v (err %v)", ls, err)
 				}
 				return nil
 			}},
+	}
+}
+
+// failedGone checks that the entries ids are no longer in queue mail's
+// failure log.
+func failedGone(ids ...int64) func(*testing.T, *nodeBundle) error {
+	return func(t *testing.T, nb *nodeBundle) error {
+		for _, id := range ids {
+			if _, err := nb.st.FailedJobGet(context.Background(), "mail", id); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("failed job %d still in the log (err %v)", id, err)
+			}
+		}
+		return nil
+	}
+}
+
+// mailWaiting checks that n jobs wait in queue mail.
+func mailWaiting(n int) func(*testing.T, *nodeBundle) error {
+	return func(t *testing.T, nb *nodeBundle) error {
+		js, err := nb.st.JobsList(context.Background(), &store.JobsListParams{Queue: "mail", Kind: store.JobsWaiting, Limit: 100})
+		if err != nil {
+			return err
+		}
+		if len(js) != n {
+			return fmt.Errorf("%d jobs waiting in mail, want %d", len(js), n)
+		}
+		return nil
+	}
+}
+
+// queuePausedIs checks that the queue is paused, or not.
+func queuePausedIs(queue string, want bool) func(*testing.T, *nodeBundle) error {
+	return func(t *testing.T, nb *nodeBundle) error {
+		q, err := nb.st.QueueGet(context.Background(), queue)
+		if err == nil && q.Paused != want {
+			err = fmt.Errorf("queue %s paused %v, want %v", queue, q.Paused, want)
+		}
+		return err
+	}
+}
+
+// schedulePausedIs checks that the schedule is paused, or not.
+func schedulePausedIs(name string, want bool) func(*testing.T, *nodeBundle) error {
+	return func(t *testing.T, nb *nodeBundle) error {
+		sc, err := nb.st.ScheduleGet(context.Background(), name)
+		if err == nil && sc.Paused != want {
+			err = fmt.Errorf("schedule %s paused %v, want %v", name, sc.Paused, want)
+		}
+		return err
 	}
 }
 
