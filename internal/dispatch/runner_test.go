@@ -110,3 +110,10 @@ func memRunner(t *testing.T, maxWorkers int) *runner {
 	d.lastBeat.Store(time.Now().UnixNano())
 	return newRunner(d, &store.Queue{Name: "q", MaxWorkers: maxWorkers, PollingInterval: 1000})
 }
+
+// setQueue changes the runner's settings, as a leadership cycle would.
+func (b *runnerBundle) setQueue(change func(q *store.Queue)) {
+	q := *b.r.settings.Load()
+	change(&q)
+	b.r.settings.Store(&q)
+}
