@@ -52,19 +52,24 @@ func setupRunner(t *testing.T, q store.Queue, wrap func(store.Store) Store) *run
 	return &runnerBundle{s: s, d: d, r: r}
 }
 
-// grabNew inserts the jobs ps into queue q and grabs them for this node,
-// as a grab or a hand-off would, in the grab's order.
-func (b *runnerBundle) grabNew(t *testing.T, ps ...*store.JobInsertParams) []*store.Job {
+// insert inserts the jobs ps into queue q, waiting.
+func (b *runnerBundle) insert(t *testing.T, ps ...*store.JobInsertParams) {
 	t.Helper()
-	ctx := context.Background()
 	for _, p := range ps {
 		p.Queue = "q"
 		p.Category = "c"
 	}
-	if _, err := b.s.JobsInsert(ctx, ps); err != nil {
+	if _, err := b.s.JobsInsert(context.Background(), ps); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := b.s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: len(ps), Lease: time.Minute})
+}
+
+// grabNew inserts the jobs ps into queue q and grabs them for this node,
+// as a grab or a hand-off would, in the grab's order.
+func (b *runnerBundle) grabNew(t *testing.T, ps ...*store.JobInsertParams) []*store.Job {
+	t.Helper()
+	b.insert(t, ps...)
+	jobs, err := b.s.JobsGrab(context.Background(), &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: len(ps), Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
