@@ -153,22 +153,21 @@ func keyCount(r *runner, k string) (busy, parked int) {
 // key is full parks too, giving its reserved slot back; an end lets the
 // oldest parked job go in the ending delivery's slot.
 func TestAdmit_KeyLimitHoldsAcrossGrabsAndHandoffs(t *testing.T) {
-	w := newBusyWorker(t)
 	b := setupRunner(t, store.Queue{MaxWorkers: 10}, nil)
 	r := b.r
-	jobs := b.grabNew(t, keyedParams(3, "k", 2, false, w.URL)...)
+	jobs := b.grabNew(t, jobParams(3, "k", 2, false)...)
 	if got, want := ids(r.admit(jobs)), ids(jobs[:2]); !slices.Equal(got, want) {
 		t.Fatalf("a grab of 3 jobs of a key of limit 2 started %v, want %v", got, want)
 	}
 
-	handed := b.grabNew(t, keyedParams(1, "k", 2, false, w.URL)...)[0]
+	handed := b.grabNew(t, jobParams(1, "k", 2, false)...)[0]
 	r.ho.idle = true
 	if !r.reserve() {
 		t.Fatal("no hand-off reserved with 10 slots free")
 	}
 	(&Handoff{r: r}).Deliver(handed)
 	r.slots.wg.Wait()
-	if got := w.deliveries(); got != 0 {
+	if got := b.w.deliveries(); got != 0 {
 		t.Fatalf("a job handed off to a full key was delivered (%d deliveries)", got)
 	}
 	if got := r.slots.inflight.Load(); got != 0 {
@@ -204,7 +203,7 @@ func TestAdmit_OrderedKeyStartsOnlyItsHead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupRunner(t, store.Queue{MaxWorkers: 10}, nil)
-			ps := keyedParams(3, "o", 1, true, "http://w/")
+			ps := jobParams(3, "o", 1, true)
 			if tc.elderLater {
 				ps[0].RunAfter = time.Hour
 			}
@@ -227,7 +226,7 @@ func TestAdmit_OrderedKeyStartsOnlyItsHead(t *testing.T) {
 // has committed, its end starts the next job of the key in its slot.
 func TestKeyEnd_OrderedKeyGoesOnWithItsNextHead(t *testing.T) {
 	b := setupRunner(t, store.Queue{MaxWorkers: 10}, nil)
-	jobs := b.grabNew(t, keyedParams(3, "o", 1, true, "http://w/")...)
+	jobs := b.grabNew(t, jobParams(3, "o", 1, true)...)
 	if got := b.r.admit(jobs); len(got) != 1 {
 		t.Fatalf("started %d ordered jobs, want 1", len(got))
 	}
@@ -256,10 +255,9 @@ func TestKeys_ParkedJobsStartWhenTheirKeyEnds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newBusyWorker(t)
 			b := setupRunner(t, store.Queue{MaxWorkers: 10}, nil)
 			r := b.r
-			jobs := b.grabNew(t, keyedParams(3, "k", 1, false, w.URL)...)
+			jobs := b.grabNew(t, jobParams(3, "k", 1, false)...)
 			if got := r.admit(jobs); len(got) != 1 {
 				t.Fatalf("started %d jobs of a key of limit 1", len(got))
 			}
@@ -270,7 +268,7 @@ func TestKeys_ParkedJobsStartWhenTheirKeyEnds(t *testing.T) {
 			r.turn.look = false
 			r.pushTurn(r.settings.Load(), time.Now(), false)
 			r.slots.wg.Wait()
-			if got := w.deliveries(); got != tc.wantWorker {
+			if got := b.w.deliveries(); got != tc.wantWorker {
 				t.Errorf("the turn delivered %d jobs, want %d", got, tc.wantWorker)
 			}
 			if got := r.slots.inflight.Load(); got != 0 {
@@ -286,7 +284,7 @@ func TestKeys_ParkedJobsStartWhenTheirKeyEnds(t *testing.T) {
 func TestGiveBackParked_PutsParkedJobsBack(t *testing.T) {
 	b := setupRunner(t, store.Queue{MaxWorkers: 10}, nil)
 	r := b.r
-	jobs := b.grabNew(t, keyedParams(3, "k", 1, false, "http://w/")...)
+	jobs := b.grabNew(t, jobParams(3, "k", 1, false)...)
 	r.admit(jobs)
 	r.ho.idle = true
 	r.giveBackParked()
@@ -318,7 +316,7 @@ func (noKeyCount) JobsKeyBusy(context.Context, *store.JobsKeyBusyParams) (map[st
 // keyed jobs go back to waiting, the others start.
 func TestAdmit_GivesKeyedJobsBackWhenKeysCannotBeCounted(t *testing.T) {
 	b := setupRunner(t, store.Queue{MaxWorkers: 10}, func(s store.Store) Store { return noKeyCount{s} })
-	jobs := b.grabNew(t, append(keyedParams(1, "k", 1, false, "http://w/"), keyedParams(1, "", 0, false, "http://w/")...)...)
+	jobs := b.grabNew(t, append(jobParams(1, "k", 1, false), jobParams(1, "", 0, false)...)...)
 	keyed, plain := jobs[0], jobs[1]
 	if keyed.ConcurrencyKey == "" {
 		keyed, plain = plain, keyed

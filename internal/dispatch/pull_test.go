@@ -187,7 +187,7 @@ func TestPull_GoneWhileItsGrabFindsNothing(t *testing.T) {
 // lease holding the slot.
 func (b *runnerBundle) leaseNew(t *testing.T, lease time.Duration) *store.Job {
 	t.Helper()
-	b.insert(t, keyedParams(1, "", 0, false, "")...)
+	b.insert(t, jobParams(1, "", 0, false)...)
 	if took := b.r.takeSlots(1); took != 1 {
 		t.Fatalf("took %d slots for a puller, want 1", took)
 	}

@@ -68,7 +68,7 @@ func TestReadAhead_TakeNextAndRefillMark(t *testing.T) {
 func TestGiveBack_PutsTheReadAheadBackToWaiting(t *testing.T) {
 	b := setupRunner(t, store.Queue{MaxWorkers: 4}, nil)
 	r := b.r
-	jobs := b.grabNew(t, append(keyedParams(2, "k", 2, false, "http://w/"), keyedParams(2, "", 0, false, "http://w/")...)...)
+	jobs := b.grabNew(t, append(jobParams(2, "k", 2, false), jobParams(2, "", 0, false)...)...)
 	if got := r.admit(jobs); len(got) != 4 {
 		t.Fatalf("admitted %d of 4 jobs (key limit 2)", len(got))
 	}
@@ -112,7 +112,7 @@ func TestPushTurn_GivesBackTheReadAheadWhenHeld(t *testing.T) {
 			t.Parallel()
 			b := setupRunner(t, store.Queue{MaxWorkers: 1}, nil)
 			r := b.r
-			jobs := b.grabNew(t, keyedParams(2, "", 0, false, "http://w/")...)
+			jobs := b.grabNew(t, jobParams(2, "", 0, false)...)
 			r.ahead.add(jobs, 1)
 			r.takeSlots(1) // the read-ahead waits for it
 			r.turn.look = false
@@ -155,17 +155,16 @@ func TestWork_GoesOnWithTheReadAheadInItsSlot(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newBusyWorker(t)
 			b := setupRunner(t, store.Queue{MaxWorkers: 1}, nil)
 			r := b.r
-			jobs := b.grabNew(t, keyedParams(3, "", 0, false, w.URL)...)
+			jobs := b.grabNew(t, jobParams(3, "", 0, false)...)
 			if got := r.takeSlots(1); got != 1 {
 				t.Fatalf("took %d slots, want 1", got)
 			}
 			r.ahead.add(jobs[1:], 0)
 			tc.set(b)
 			r.work(jobs[0])
-			if got := w.deliveries(); got != tc.want {
+			if got := b.w.deliveries(); got != tc.want {
 				t.Errorf("the slot delivered %d jobs, want %d", got, tc.want)
 			}
 			if got, want := r.ahead.len(), 3-tc.want; got != want {

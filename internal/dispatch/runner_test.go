@@ -12,17 +12,20 @@ import (
 
 // runnerBundle is a dispatcher of node n1 on a SQLite store, fresh (its
 // heartbeat just succeeded) and not started, leading queue "q" with a
-// runner that runs no loop: the test calls its steps.
+// runner that runs no loop: the test calls its steps. Its jobs go to
+// worker w.
 type runnerBundle struct {
 	s store.Store // the SQLite store, whatever the dispatcher is given
 	d *Dispatcher
 	r *runner
+	w *busyWorker
 }
 
 // setupRunner stores q (named "q"), and makes the dispatcher on the store,
 // or on what wrap makes of it (a fake of some of its methods).
 func setupRunner(t *testing.T, q store.Queue, wrap func(store.Store) Store) *runnerBundle {
 	t.Helper()
+	w := newBusyWorker(t)
 	s := dbtest.Open(t, "sqlite")
 	q.Name = "q"
 	if q.PollingInterval == 0 {
@@ -49,15 +52,14 @@ func setupRunner(t *testing.T, q store.Queue, wrap func(store.Store) Store) *run
 		delete(d.runners, "q")
 		d.mu.Unlock()
 	})
-	return &runnerBundle{s: s, d: d, r: r}
+	return &runnerBundle{s: s, d: d, r: r, w: w}
 }
 
-// insert inserts the jobs ps into queue q, waiting.
+// insert inserts the jobs ps into queue q, waiting, for worker w.
 func (b *runnerBundle) insert(t *testing.T, ps ...*store.JobInsertParams) {
 	t.Helper()
 	for _, p := range ps {
-		p.Queue = "q"
-		p.Category = "c"
+		p.Queue, p.Category, p.URL = "q", "c", b.w.URL
 	}
 	if _, err := b.s.JobsInsert(context.Background(), ps); err != nil {
 		t.Fatal(err)
@@ -90,12 +92,12 @@ func (b *runnerBundle) state(t *testing.T, id int64) string {
 	return j.State
 }
 
-// keyedParams returns n jobs of key ("": none) with its limit, or
-// ordered, for the worker at url, each with retries left.
-func keyedParams(n int, key string, limit int, ordered bool, url string) []*store.JobInsertParams {
+// jobParams returns n jobs of key ("": none) with its limit, or
+// ordered, each with retries left.
+func jobParams(n int, key string, limit int, ordered bool) []*store.JobInsertParams {
 	ps := make([]*store.JobInsertParams, n)
 	for i := range ps {
-		ps[i] = &store.JobInsertParams{URL: url, Timeout: 5, MaxRetries: 3, RetryDelay: 1,
+		ps[i] = &store.JobInsertParams{Timeout: 5, MaxRetries: 3, RetryDelay: 1,
 			JobOptions: store.JobOptions{ConcurrencyKey: key, ConcurrencyLimit: limit, Ordered: ordered}}
 	}
 	return ps
