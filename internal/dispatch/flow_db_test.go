@@ -14,22 +14,35 @@ import (
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
-// busyWorker answers every delivery with its code and Retry-After.
+// busyWorker answers every delivery with its code and Retry-After, or
+// hangs up with no answer when its code is 0; the answer to the delivery
+// that takes gate waits until it is closed.
 type busyWorker struct {
 	*httptest.Server
 	mu         sync.Mutex
 	code       int
 	retryAfter string
 	got        int
+	gate       chan struct{}
 }
 
 func newBusyWorker(t *testing.T) *busyWorker {
 	w := &busyWorker{code: http.StatusOK}
 	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
-		code, ra := w.code, w.retryAfter
+		code, ra, gate := w.code, w.retryAfter, w.gate
 		w.got++
+		w.gate = nil
 		w.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		if code == 0 {
+			if c, _, err := http.NewResponseController(rw).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
 		if ra != "" {
 			rw.Header().Set("Retry-After", ra)
 		}
@@ -224,4 +237,71 @@ func TestWork_HoldsJobsOfAHostInTrouble(t *testing.T) {
 			t.Fatalf("held job due in %v, want when the breaker half-opens (about 1 min)", wait)
 		}
 	})
+}
+
+// holdNext makes the answer to the next delivery wait until the function
+// it returns is called, or the test ends.
+func (w *busyWorker) holdNext(t *testing.T) (answer func()) {
+	g := make(chan struct{})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gate = g
+	answer = sync.OnceFunc(func() { close(g) })
+	t.Cleanup(answer) // before the worker's Close, which waits for it
+	return answer
+}
+
+// TestWork_BreakerOpensHoldsAndAProbeCloses: breakerThreshold deliveries
+// that get no answer (the host hangs up) open the host's breaker, and the
+// next job is held back undelivered, with no retry spent, until the
+// breaker half-opens; then one job goes as the probe, another is held for
+// probeWait while it runs, and the probe's answer closes the breaker: the
+// next job goes.
+func TestWork_BreakerOpensHoldsAndAProbeCloses(t *testing.T) {
+	fs := newFlowSetup(t, "sqlite")
+	r := fs.r
+	work := func(j *store.Job) {
+		r.takeSlots(1)
+		r.work(j) // gives the slot back
+	}
+	fs.w.answer(0, "")
+	for range breakerThreshold {
+		work(fs.grabNew(t))
+	}
+	held := fs.grabNew(t)
+	work(held)
+	if got, want := fs.w.deliveries(), breakerThreshold; got != want {
+		t.Fatalf("the host got %d deliveries, want %d: none once its breaker opened", got, want)
+	}
+	if wait := fs.putBack(t, held.ID, 0); wait < defaultBreakerOpen-10*time.Second {
+		t.Fatalf("job held by the open breaker is due in %v, want about %v", wait, defaultBreakerOpen)
+	}
+
+	// The breaker's time is up: it half-opens at the next job.
+	r.flow.mu.Lock()
+	r.flow.hosts[hostKey(fs.w.URL)].until = time.Now()
+	r.flow.mu.Unlock()
+	fs.w.answer(http.StatusOK, "")
+	answer := fs.w.holdNext(t)
+	probe := fs.grabNew(t)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		work(probe)
+	}()
+	waitFor(t, "the probe at the worker", func() bool { return fs.w.deliveries() == breakerThreshold+1 })
+	beside := fs.grabNew(t)
+	work(beside)
+	if wait := fs.putBack(t, beside.ID, 0); wait <= 0 || wait > probeWait+time.Second {
+		t.Fatalf("job beside the probe is due in %v, want within %v", wait, probeWait)
+	}
+	answer()
+	<-probed
+	if n := r.flow.n.Load(); n != 0 {
+		t.Fatalf("%d hosts in trouble after the probe was answered, want none", n)
+	}
+	work(fs.grabNew(t))
+	if got, want := fs.w.deliveries(), breakerThreshold+2; got != want {
+		t.Fatalf("the host got %d deliveries, want %d: the probe and the job after it", got, want)
+	}
 }

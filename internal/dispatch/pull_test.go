@@ -181,3 +181,159 @@ func TestPull_GoneWhileItsGrabFindsNothing(t *testing.T) {
 		t.Fatalf("%d pullers wait after the only one went away", n)
 	}
 }
+
+// leaseNew inserts a job into pull queue q and leases it to a puller for
+// lease, as the runner serves a puller: a slot taken, a leased grab, the
+// lease holding the slot.
+func (b *runnerBundle) leaseNew(t *testing.T, lease time.Duration) *store.Job {
+	t.Helper()
+	b.insert(t, jobParams(1, "", 0, false)...)
+	if took := b.r.takeSlots(1); took != 1 {
+		t.Fatalf("took %d slots for a puller, want 1", took)
+	}
+	jobs, err := b.r.grabLeased(1, lease)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("leased %d jobs, %v; want 1", len(jobs), err)
+	}
+	b.r.holdLeases(jobs)
+	return jobs[0]
+}
+
+// TestPull_LeaseEndFreesItsSlotOnce: a pulled job's lease ends by its
+// completion, its expiry, its cancel, or on another node (told by a
+// nudge); each frees its worker slot once, however many times it is
+// told; the end of an earlier grab of the job frees nothing.
+func TestPull_LeaseEndFreesItsSlotOnce(t *testing.T) {
+	tests := []struct {
+		name      string
+		lease     time.Duration
+		end       func(t *testing.T, b *runnerBundle, g store.JobGrab)
+		wantFreed bool
+	}{
+		{name: "completed", lease: time.Hour, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			c := &Completion{ID: g.ID, Token: b.d.leaseToken(g.ID, g.Grabs), Status: StatusSuccess}
+			for range 2 { // the same completion sent again
+				if err := b.d.Complete(t.Context(), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "failed, to be retried", lease: time.Hour, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			c := &Completion{ID: g.ID, Token: b.d.leaseToken(g.ID, g.Grabs), Status: StatusFailure}
+			for range 2 {
+				if err := b.d.Complete(t.Context(), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "expired", lease: time.Millisecond, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			waitFor(t, "the lease expired", func() bool {
+				b.r.expireLeases()
+				return b.state(t, g.ID) != store.StateLeased
+			})
+			if got := b.r.pull.held.Load(); got != 1 {
+				t.Errorf("leases held after the expiry = %d, want 1", got)
+			}
+			b.r.expireLeases()
+			b.d.LeasesEnded("q", []store.JobGrab{g}) // and told by a nudge
+		}},
+		{name: "cancelled", lease: time.Hour, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			j, err := b.s.JobCancel(t.Context(), "q", g.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.d.JobCancelled(j)
+			b.d.JobCancelled(j)
+		}},
+		{name: "ended on another node", lease: time.Hour, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			if _, err := b.s.JobsSucceed(t.Context(), &store.JobsSucceedParams{Grabs: []store.JobGrab{g}, Status: StatusSuccess}); err != nil {
+				t.Fatal(err)
+			}
+			b.d.LeasesEnded("q", []store.JobGrab{g, g})
+		}},
+		{name: "an earlier grab's end", lease: time.Hour, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
+			b.d.LeasesEnded("q", []store.JobGrab{{ID: g.ID, Grabs: g.Grabs - 1}})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupRunner(t, store.Queue{MaxWorkers: 3, Delivery: store.DeliveryPull}, nil)
+			j := b.leaseNew(t, tc.lease)
+			b.leaseNew(t, time.Hour) // another lease, which keeps its slot
+			tc.end(t, b, store.JobGrab{ID: j.ID, Grabs: j.Grabs})
+			want := int64(2)
+			if tc.wantFreed {
+				want = 1
+			}
+			if got := b.r.slots.inflight.Load(); got != want {
+				t.Errorf("slots taken after the end = %d, want %d", got, want)
+			}
+			if got := b.r.pull.held.Load(); got != want {
+				t.Errorf("leases held after the end = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestPull_DropLeasesWhenNoLongerAPullQueue: a pull queue become a push
+// queue gives back the slots its leases held (they run on, holding no
+// push slot), and a later end of one of those leases frees nothing more.
+func TestPull_DropLeasesWhenNoLongerAPullQueue(t *testing.T) {
+	b := setupRunner(t, store.Queue{MaxWorkers: 3, Delivery: store.DeliveryPull}, nil)
+	r := b.r
+	leased := b.leaseNew(t, time.Hour)
+	b.leaseNew(t, time.Hour)
+	r.pull.ready = true
+	r.takeSlots(1) // a push delivery's
+	b.setQueue(func(q *store.Queue) { q.Delivery = store.DeliveryPush })
+	r.turn.look = false
+	r.pushTurn(r.settings.Load(), time.Now(), false)
+	if got := r.slots.inflight.Load(); got != 1 {
+		t.Fatalf("slots taken after the leases were dropped = %d, want 1 (the push delivery's)", got)
+	}
+	if got := r.pull.held.Load(); got != 0 || r.pull.ready {
+		t.Fatalf("leases held %d, ready %t after the drop; want 0, false", got, r.pull.ready)
+	}
+	r.leaseEnded(store.JobGrab{ID: leased.ID, Grabs: leased.Grabs})
+	if got := r.slots.inflight.Load(); got != 1 {
+		t.Fatalf("slots taken after a dropped lease ended = %d, want 1", got)
+	}
+}
+
+// leasedDuring is a store whose read of the leases runs during (once)
+// after it has read them: a lease made while the read is on its way back.
+type leasedDuring struct {
+	Store
+	during func()
+}
+
+func (s *leasedDuring) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, error) {
+	got, err := s.Store.JobsLeased(ctx, queue)
+	if f := s.during; f != nil {
+		s.during = nil
+		f()
+	}
+	return got, err
+}
+
+// TestPull_CountLeasesKeepsLeasesMadeDuringItsRead: a re-count drops the
+// leases it does not find only if they were counted before its read
+// began; one made while the read ran keeps its slot.
+func TestPull_CountLeasesKeepsLeasesMadeDuringItsRead(t *testing.T) {
+	var fake *leasedDuring
+	b := setupRunner(t, store.Queue{MaxWorkers: 3, Delivery: store.DeliveryPull}, func(s store.Store) Store {
+		fake = &leasedDuring{Store: s}
+		return fake
+	})
+	fake.during = func() { b.leaseNew(t, time.Hour) }
+	if err := b.r.countLeases(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.r.pull.held.Load(); got != 1 {
+		t.Fatalf("leases held after a re-count = %d, want 1: the lease made during its read", got)
+	}
+	if got := b.r.slots.inflight.Load(); got != 1 {
+		t.Fatalf("slots taken after a re-count = %d, want 1", got)
+	}
+}
