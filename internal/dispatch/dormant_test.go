@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // leading starts a dispatcher of node n1 on s, stopped when the test
@@ -25,7 +26,7 @@ func leading(t *testing.T, s store.Store, cfg Config, n int) *Dispatcher {
 		defer cancel()
 		d.Stop(ctx)
 	})
-	waitFor(t, "the node runs every queue", func() bool { return d.running(n) })
+	testworker.WaitFor(t, 30*time.Second, "the node runs every queue", func() bool { return d.running(n) })
 	return d
 }
 
@@ -46,18 +47,6 @@ func (d *Dispatcher) dormant() (n int) {
 		}
 	}
 	return n
-}
-
-// waitFor polls cond toward a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func putQueues(t *testing.T, s store.Store, n int) {
@@ -87,7 +76,7 @@ func TestRunner_IdleQueuesHoldNoGoroutine(t *testing.T) {
 			w := newBusyWorker(t)
 			before := runtime.NumGoroutine()
 			d := leading(t, s, Config{}, tc.queues)
-			waitFor(t, "every runner dormant", func() bool { return d.dormant() == tc.queues })
+			testworker.WaitFor(t, 30*time.Second, "every runner dormant", func() bool { return d.dormant() == tc.queues })
 			// The dispatcher's own loops, the batchers and the database's
 			// pool are a few goroutines; a goroutine per queue would be
 			// hundreds.
@@ -99,9 +88,9 @@ func TestRunner_IdleQueuesHoldNoGoroutine(t *testing.T) {
 					t.Fatal(err)
 				}
 				d.Wake(q)
-				waitFor(t, "the job delivered", func() bool { return w.deliveries() == i+1 })
+				testworker.WaitFor(t, 30*time.Second, "the job delivered", func() bool { return w.deliveries() == i+1 })
 			}
-			waitFor(t, "every runner dormant again", func() bool { return d.dormant() == tc.queues })
+			testworker.WaitFor(t, 30*time.Second, "every runner dormant again", func() bool { return d.dormant() == tc.queues })
 		})
 	}
 }
@@ -112,7 +101,7 @@ func TestRunner_DormantRunnerStops(t *testing.T) {
 	s := dbtest.Open(t, "sqlite")
 	putQueues(t, s, 3)
 	d := leading(t, s, Config{}, 3)
-	waitFor(t, "every runner dormant", func() bool { return d.dormant() == 3 })
+	testworker.WaitFor(t, 30*time.Second, "every runner dormant", func() bool { return d.dormant() == 3 })
 	d.mu.Lock()
 	r := d.runners["q1"]
 	d.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // busyWorker answers every delivery with its code and Retry-After, or
@@ -289,7 +290,7 @@ func TestWork_BreakerOpensHoldsAndAProbeCloses(t *testing.T) {
 		defer close(probed)
 		work(probe)
 	}()
-	waitFor(t, "the probe at the worker", func() bool { return fs.w.deliveries() == breakerThreshold+1 })
+	testworker.WaitFor(t, 30*time.Second, "the probe at the worker", func() bool { return fs.w.deliveries() == breakerThreshold+1 })
 	beside := fs.grabNew(t)
 	work(beside)
 	if wait := fs.putBack(t, beside.ID, 0); wait <= 0 || wait > probeWait+time.Second {

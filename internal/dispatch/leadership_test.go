@@ -8,6 +8,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // ledReads counts the reads of all led queues and of the changed ones.
@@ -48,14 +49,14 @@ func TestLeadership_ReadsOnlyChangedQueues(t *testing.T) {
 			putQueues(t, s, 5)
 			d := leading(t, s, Config{RefreshInterval: 50 * time.Millisecond}, 5)
 			ctx := context.Background()
-			waitFor(t, "a read of changes", func() bool { return s.changed.Load() > 0 })
+			testworker.WaitFor(t, 30*time.Second, "a read of changes", func() bool { return s.changed.Load() > 0 })
 			all := s.all.Load()
 
 			// Through another node, nudge lost: no Changed here.
 			if _, err := s.QueuePut(ctx, &store.Queue{Name: "q1", PollingInterval: 200, MaxWorkers: 9}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "q1's new max_workers applied", func() bool { return d.settingsOf("q1").MaxWorkers == 9 })
+			testworker.WaitFor(t, 30*time.Second, "q1's new max_workers applied", func() bool { return d.settingsOf("q1").MaxWorkers == 9 })
 
 			// Through this node: at once (well before readEvery cycles of
 			// a long refresh would pass, but the refresh is short here; the
@@ -64,13 +65,13 @@ func TestLeadership_ReadsOnlyChangedQueues(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.Changed("q3")
-			waitFor(t, "q3's new max_workers applied", func() bool { return d.settingsOf("q3").MaxWorkers == 4 })
+			testworker.WaitFor(t, 30*time.Second, "q3's new max_workers applied", func() bool { return d.settingsOf("q3").MaxWorkers == 4 })
 
 			if _, err := s.QueueDelete(ctx, "q2"); err != nil {
 				t.Fatal(err)
 			}
 			d.Changed("q2")
-			waitFor(t, "q2's runner stopped", func() bool { return d.settingsOf("q2") == nil })
+			testworker.WaitFor(t, 30*time.Second, "q2's runner stopped", func() bool { return d.settingsOf("q2") == nil })
 
 			if got := s.all.Load() - all; got != 0 {
 				t.Errorf("%d reads of every led queue after the node led them, want none: only changes are read", got)

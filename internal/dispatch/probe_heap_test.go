@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 func TestRunnerHeap_OrdersByKeyAndTakesOutAtZero(t *testing.T) {
@@ -77,9 +78,9 @@ func TestProber_FailedLookIsRetriedWithoutWakingRunners(t *testing.T) {
 	const queues = 300 // over coldAbove: they start dormant, their first look the prober's
 	putQueues(t, s, queues)
 	d := leading(t, s, Config{}, queues)
-	waitFor(t, "a failed look", func() bool { return s.looks.Load() > 0 })
+	testworker.WaitFor(t, 30*time.Second, "a failed look", func() bool { return s.looks.Load() > 0 })
 	looks := s.looks.Load()
-	waitFor(t, "the look tried again", func() bool { return s.looks.Load() > looks })
+	testworker.WaitFor(t, 30*time.Second, "the look tried again", func() bool { return s.looks.Load() > looks })
 	if got := s.grabs.Load(); got != 0 {
 		t.Errorf("%d grabs while looks failed, want none: the runners wait for the prober", got)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 // heldGrab is a store whose leased grabs wait until release is closed,
@@ -227,7 +228,7 @@ func TestPull_LeaseEndFreesItsSlotOnce(t *testing.T) {
 			}
 		}},
 		{name: "expired", lease: time.Millisecond, wantFreed: true, end: func(t *testing.T, b *runnerBundle, g store.JobGrab) {
-			waitFor(t, "the lease expired", func() bool {
+			testworker.WaitFor(t, 30*time.Second, "the lease expired", func() bool {
 				b.r.expireLeases()
 				return b.state(t, g.ID) != store.StateLeased
 			})

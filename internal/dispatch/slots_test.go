@@ -9,6 +9,7 @@ import (
 
 	"github.com/rowq/rowq/internal/batch"
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/testworker"
 )
 
 func TestTakeSlots_TakesOnlyFreeSlots(t *testing.T) {
@@ -171,7 +172,7 @@ func TestTakeSlots_FlushesPendingAcksWhenNoSlotIsFree(t *testing.T) {
 	r.slots.inflight.Store(4)
 	acked := make(chan error, 1)
 	go func() { acked <- r.ack(ctx, &store.Job{ID: 2}, false) }()
-	waitFor(t, "the acknowledgement pending", func() bool { return r.acking.Load() == 1 })
+	testworker.WaitFor(t, 30*time.Second, "the acknowledgement pending", func() bool { return r.acking.Load() == 1 })
 	if got := r.takeSlots(1); got != 0 {
 		t.Fatalf("takeSlots(1) with every slot taken = %d", got)
 	}
