@@ -99,7 +99,6 @@ func Default() Config {
 		QueueDefaultPollingInterval: 200,
 		ShutdownTimeout:             30 * time.Second,
 		ConfigRefreshInterval:       time.Second,
-		NodeTTL:                     10 * time.Second,
 		GrabLease:                   30 * time.Second,
 		RescueInterval:              5 * time.Second,
 		BreakerOpen:                 30 * time.Second,
@@ -147,7 +146,7 @@ func (c *Config) options() []option {
 		{flag: "config-refresh-interval", env: "ROWQ_CONFIG_REFRESH_INTERVAL", fireworq: "FIREWORQ_CONFIG_REFRESH_INTERVAL", value: (*durValue)(&c.ConfigRefreshInterval),
 			usage: "how often a node heartbeats, claims queues and reloads their settings", fromFireworq: unitDur(&c.ConfigRefreshInterval, time.Millisecond)},
 		{flag: "node-ttl", env: "ROWQ_NODE_TTL", value: (*durValue)(&c.NodeTTL),
-			usage: "how long a silent node keeps its queues before another node takes them"},
+			usage: "how long a silent node keeps its queues before another node takes them (0: 10s, or 1.5s on a Galera cluster, where a node keeps a lease; docs/ha.md)"},
 		{flag: "grab-lease", env: "ROWQ_GRAB_LEASE", value: (*durValue)(&c.GrabLease),
 			usage: "how long a grabbed job stays held without renewal (renewed every third of it while delivering)"},
 		{flag: "rescue-interval", env: "ROWQ_RESCUE_INTERVAL", value: (*durValue)(&c.RescueInterval),
@@ -310,7 +309,7 @@ func (c *Config) Validate() error {
 	check(c.QueueDefaultPollingInterval >= 1 && c.QueueDefaultPollingInterval <= 3600000, "queue-default-polling-interval: must be 1..3600000 ms, got %d", c.QueueDefaultPollingInterval)
 	check(c.ShutdownTimeout >= 0, "shutdown-timeout: must not be negative")
 	check(c.ConfigRefreshInterval >= 10*time.Millisecond, "config-refresh-interval: must be at least 10ms, got %v", c.ConfigRefreshInterval)
-	check(c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
+	check(c.NodeTTL == 0 || c.NodeTTL >= 2*c.ConfigRefreshInterval, "node-ttl: must be 0 (the default) or at least twice config-refresh-interval (%v), got %v", c.ConfigRefreshInterval, c.NodeTTL)
 	check(c.GrabLease >= 300*time.Millisecond, "grab-lease: must be at least 300ms, got %v", c.GrabLease)
 	check(c.RescueInterval >= 10*time.Millisecond, "rescue-interval: must be at least 10ms, got %v", c.RescueInterval)
 	check(c.OutboxIdlePoll >= 50*time.Millisecond && c.OutboxIdlePoll <= 10*time.Second, "outbox-idle-poll: must be 50ms..10s, got %v", c.OutboxIdlePoll)

@@ -91,7 +91,9 @@ type Config struct {
 	// reloads queue settings (1s).
 	RefreshInterval time.Duration
 	// NodeTTL is how long a registration lasts without a heartbeat: the
-	// time within which another node takes over a dead node's queues (10s).
+	// time within which another node takes over a dead node's queues
+	// when its database session cannot tell (0: 10s, or 1.5s where the
+	// node keeps a lease instead of a session; session.go).
 	NodeTTL time.Duration
 	// GrabLease is how long a grab lasts unless extended; grabs are
 	// extended every GrabLease/3 while their deliveries run (30s).
@@ -124,7 +126,6 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.RefreshInterval, time.Second)
-	def(&c.NodeTTL, 10*time.Second)
 	def(&c.GrabLease, 30*time.Second)
 	def(&c.RescueInterval, 5*time.Second)
 	def(&c.BreakerOpen, defaultBreakerOpen)
@@ -199,6 +200,13 @@ type Dispatcher struct {
 	session      store.NodeSession
 	sessionSince time.Time
 	noSession    bool
+	// lease: the node keeps a lease instead of a session (session.go),
+	// renewed by keepLease, which leaseDone waits for; lapsed: a renewal
+	// came after the lease had lapsed, and the leadership cycle has not
+	// read every queue since.
+	lease     atomic.Bool
+	lapsed    atomic.Bool
+	leaseDone sync.WaitGroup
 
 	cluster atomic.Pointer[store.Cluster] // the live nodes as the last cycle read them
 	// The leadership cycle's memory (cycle): the last count of queues per
@@ -298,7 +306,7 @@ func (d *Dispatcher) loop() {
 		case <-d.refresh:
 			changed = true
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.NodeTTL)
+		ctx, cancel := context.WithTimeout(context.Background(), d.ttl())
 		d.cycle(ctx, changed)
 		cancel()
 		d.saveHosts()
@@ -357,13 +365,21 @@ func (d *Dispatcher) cycle(ctx context.Context, changed bool) error {
 	// stale: a heartbeat succeeded once, but not within the TTL; the
 	// runners hold back until this cycle's heartbeat.
 	stale := d.lastBeat.Load() != 0 && !d.fresh()
+	lapsed := d.lapsed.Load()
 	since := d.sessionSince
 	session := d.holdSession(ctx)
-	all := stale || !d.healthy || d.sessionSince != since
-	err := d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.cfg.NodeTTL, Session: session})
-	if err == nil {
-		d.lastBeat.Store(time.Now().UnixNano())
-		err = d.reap(ctx)
+	all := stale || lapsed || !d.healthy || d.sessionSince != since
+	var err error
+	switch {
+	case !d.lease.Load():
+		err = d.cfg.Store.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: d.cfg.Node, Host: d.cfg.Host, TTL: d.ttl(), Session: session})
+		if err == nil {
+			d.lastBeat.Store(time.Now().UnixNano())
+			err = d.reap(ctx)
+		}
+	case d.lastBeat.Load() == 0 || !d.fresh() && !lapsed:
+		// keepLease renews the lease; the cycle only when it has none.
+		err = d.renewLease(ctx, time.Now())
 	}
 	var claim, yield int
 	if err == nil {
@@ -405,6 +421,10 @@ func (d *Dispatcher) cycle(ctx context.Context, changed bool) error {
 		d.healthy = true
 	}
 	d.spread(ctx, rd, pauses, yield)
+	if lapsed {
+		d.lapsed.Store(false)
+		stale = true
+	}
 	if stale {
 		d.nudgeAll() // runners held back while the node was stale go on
 	}
@@ -586,7 +606,7 @@ func sameNodes(c *store.Cluster, ids []string) bool {
 // it hands nothing off, until a heartbeat succeeds again, after which the
 // leadership cycle stops the runners of the queues it lost.
 func (d *Dispatcher) fresh() bool {
-	return time.Since(time.Unix(0, d.lastBeat.Load())) <= d.cfg.NodeTTL
+	return !d.lapsed.Load() && time.Since(time.Unix(0, d.lastBeat.Load())) <= d.ttl()
 }
 
 // nudgeAll wakes every runner.
@@ -716,6 +736,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		d.startOnce.Do(func() { close(d.loopDone); close(d.probeDone) }) // a Start after Stop does nothing
 		<-d.loopDone
 		<-d.probeDone
+		d.leaseDone.Wait() // no renewal after the deregistration below
 		d.mu.Lock()
 		for name, r := range d.runners {
 			delete(d.runners, name)

@@ -29,6 +29,7 @@ type Leadership interface {
 	NodesGlance(ctx context.Context) (*store.Glance, error)
 	NodesLive(ctx context.Context) (*store.Cluster, error)
 	NodesReap(ctx context.Context) ([]string, error)
+	NodesReapExpired(ctx context.Context) ([]string, error)
 	QueueLeader(ctx context.Context, queue string) (*store.Node, error)
 	QueuesClaim(ctx context.Context, p *store.QueuesClaimParams) error
 	QueuesLed(ctx context.Context, p *store.QueuesLedParams) (*store.LedQueues, error)

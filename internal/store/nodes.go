@@ -35,6 +35,14 @@ type NodeStore interface {
 	// registered without a session, is never reaped. The reaped nodes'
 	// queues are then claimable and their grabs expired (JobsRescue).
 	NodesReap(ctx context.Context) ([]string, error)
+	// NodesReapExpired deletes the registrations that have expired by the
+	// database's clock, with or without a session, and returns their ids:
+	// their queues are then claimable and their grabs expired at once. It
+	// serves nodes that cannot hold a session (ErrLocalSession), which keep
+	// their registration as a short lease; the caller reaps only while its
+	// own renewals go through, so that a database that stalled everyone's
+	// renewals at once does not make it reap live peers.
+	NodesReapExpired(ctx context.Context) ([]string, error)
 	// NodesLive returns the nodes whose registration has not expired,
 	// ordered by id, each with the number of queues it leads, and the
 	// number of queues in all: what spreading queues over the nodes needs,

@@ -32,6 +32,12 @@ var (
 	// statement needed stayed locked by another transaction for LockWait;
 	// the caller may retry later. Dialects wrap the driver's error with it.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrLocalSession means the database's session locks are local to
+	// the server of a cluster that holds them (a Galera member): they
+	// cannot tell other servers' clients that a node died
+	// (NodeStore.NodeSessionOpen). The node then keeps a short lease
+	// instead (NodeStore.NodesReapExpired).
+	ErrLocalSession = errors.New("session locks are local to one member of the database cluster")
 )
 
 // LockWait bounds how long a statement waits for a row lock that another

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,7 +53,18 @@ func nodeLock(idExpr string) string {
 // the lock when that connection ends, however it ends. The pool's
 // ConnMaxLifetime closes a connection only when it goes back to the pool, so
 // it does not end a session early.
+//
+// On a Galera member it answers store.ErrLocalSession: GET_LOCK is local to
+// the member, so a node whose lock is held on one member looks dead to
+// every client of another.
 func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSession, error) {
+	galera, err := s.wsrepOn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
+	}
+	if galera {
+		return nil, fmt.Errorf("open session of node %q: %w", id, store.ErrLocalSession)
+	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
@@ -69,6 +81,16 @@ func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSessi
 		return nil, fmt.Errorf("open session of node %q: %w: another connection holds its lock", id, store.ErrConflict)
 	}
 	return &nodeSession{id: id, conn: conn, connID: connID}, nil
+}
+
+// wsrepOn reports whether the server is a member of a Galera cluster.
+func (s *Store) wsrepOn(ctx context.Context) (bool, error) {
+	var name, value string
+	err := s.db.QueryRowContext(ctx, `/* rowq:nodes.wsrep */ SHOW VARIABLES LIKE 'wsrep_on'`).Scan(&name, &value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // MySQL: no Galera
+	}
+	return value == "ON", err
 }
 
 // nodeSession holds a node's named lock on conn, connection connID.
@@ -144,6 +166,37 @@ func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
 		err := retry(ctx, func() (err error) {
 			n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:nodes.reap */
 				DELETE FROM nodes WHERE id = ? AND has_session AND IS_USED_LOCK(`+nodeLock("?")+`) IS NULL`, id, id))
+			return err
+		})
+		if err != nil {
+			return reaped, fmt.Errorf("reap node %q: %w", id, mapErr(err))
+		}
+		if n == 1 {
+			reaped = append(reaped, id)
+		}
+	}
+	return reaped, nil
+}
+
+// NodesReapExpired deletes the rows of nodes whose registration expired.
+// Each delete checks the expiry again, so a node that renewed after the
+// look is kept.
+func (s *Store) NodesReapExpired(ctx context.Context) ([]string, error) {
+	var dead []string
+	err := retry(ctx, func() (err error) {
+		dead, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, `/* rowq:nodes.reap_expired_find */
+			SELECT id FROM nodes WHERE expires_at < NOW(6)`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reap expired nodes: %w", mapErr(err))
+	}
+	reaped := dead[:0]
+	for _, id := range dead {
+		var n int64
+		err := retry(ctx, func() (err error) {
+			n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:nodes.reap_expired */
+				DELETE FROM nodes WHERE id = ? AND expires_at < NOW(6)`, id))
 			return err
 		})
 		if err != nil {

@@ -127,6 +127,17 @@ func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// NodesReapExpired deletes, in one statement, the rows of nodes whose
+// registration expired.
+func (s *Store) NodesReapExpired(ctx context.Context) ([]string, error) {
+	ids, err := queryAll(ctx, s, pgx.RowTo[string], `/* rowq:nodes.reap_expired */
+		DELETE FROM nodes WHERE expires_at < now() RETURNING id`)
+	if err != nil {
+		return nil, fmt.Errorf("reap expired nodes: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
 // nodesReapSQL deletes the nodes whose session lock is free; $1 is
 // nodeLockSpace.
 const nodesReapSQL = `/* rowq:nodes.reap */

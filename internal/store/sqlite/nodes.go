@@ -149,6 +149,16 @@ func namesFile(path string, f *os.File) (bool, error) {
 	return os.SameFile(fi, pi), nil
 }
 
+// NodesReapExpired deletes the rows of nodes whose registration expired.
+func (s *Store) NodesReapExpired(ctx context.Context) ([]string, error) {
+	ids, err := sqldb.QueryAll(ctx, s.w, sqldb.ScanString, `/* rowq:nodes.reap_expired */
+		DELETE FROM nodes WHERE expires_at < ? RETURNING id`, s.micros())
+	if err != nil {
+		return nil, fmt.Errorf("reap expired nodes: %w", mapErr(err))
+	}
+	return ids, nil
+}
+
 // NodesReap lists the nodes registered with a session and tries each one's
 // lock file without waiting: a file it can lock, or a missing one, means
 // the node's process is gone. It deletes such a node's row while it holds

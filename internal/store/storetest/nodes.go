@@ -27,6 +27,37 @@ var nodeTests = []conformanceTest{
 	{"Nodes_SessionClosedIsReapedAndGrabsRescued", testNodeSessionClosed},
 	{"Nodes_WithoutSessionNeverReaped", testNodeWithoutSession},
 	{"Nodes_SessionConflict", testNodeSessionConflict},
+	{"Nodes_ReapExpired", testNodesReapExpired},
+}
+
+// testNodesReapExpired: the registrations that expired are reaped, with or
+// without a session, and their grabs expire at once; live ones are kept.
+func testNodesReapExpired(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	insert(t, s, "q", 3, 0)
+	heartbeat(t, s, "lapsed", 100*time.Millisecond)
+	ok(t, s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "lapsed-session", Host: "l", TTL: 100 * time.Millisecond, Session: true}))
+	heartbeat(t, s, "live", time.Minute)
+	for _, n := range []string{"lapsed", "lapsed-session", "live"} {
+		must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: n, Limit: 1, Lease: time.Hour}))(t)
+	}
+	if got := must(s.NodesReapExpired(ctx))(t); len(got) != 0 {
+		t.Fatalf("NodesReapExpired before any expiry = %v", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := sorted(must(s.NodesReapExpired(ctx))(t)); fmt.Sprint(got) != "[lapsed lapsed-session]" {
+		t.Fatalf("NodesReapExpired = %v, want [lapsed lapsed-session]", got)
+	}
+	if got := must(s.NodesReapExpired(ctx))(t); len(got) != 0 {
+		t.Fatalf("NodesReapExpired again = %v, want nothing", got)
+	}
+	if n := must(s.JobsRescue(ctx, "q"))(t); n != 2 {
+		t.Fatalf("JobsRescue = %d, want the 2 of the reaped nodes", n)
+	}
+	if c := must(s.NodesLive(ctx))(t); len(c.Nodes) != 1 || c.Nodes[0].ID != "live" {
+		t.Fatalf("NodesLive after the reap = %+v, want live alone", c.Nodes)
+	}
 }
 
 func testLeadership(t *testing.T, s store.Store) {
