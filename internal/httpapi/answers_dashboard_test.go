@@ -51,7 +51,7 @@ func init() {
 func dashboardPages(st store.Store, v *auth.Verifier, api func() *httpapi.API) []httpapi.Page {
 	dash := web.Handler(web.Config{
 		Store: st, Version: "v-test", Auth: v, SessionKey: []byte("golden-session-key"),
-		CheckName: func(s string) error { return httpapi.CheckName("name", s) },
+		CheckName: httpapi.CheckName,
 		Act:       func(r *http.Request, g *auth.Grant) (int, []byte) { return api().Act(r, g) },
 	})
 	var pages []httpapi.Page

@@ -193,7 +193,7 @@ func (d *dashboard) act(a *action) http.HandlerFunc {
 			d.message(w, r, http.StatusForbidden, err.Error())
 			return
 		}
-		if (d.cfg.CheckName == nil || d.cfg.CheckName(name) == nil) && !g.Queue(name) {
+		if (d.cfg.CheckName == nil || d.cfg.CheckName("name", name) == nil) && !g.Queue(name) {
 			d.message(w, r, http.StatusForbidden, g.QueueError(a.what+" "+strconv.Quote(name)).Error())
 			return
 		}
