@@ -198,17 +198,12 @@ func (g *golden) page(body []byte) string {
 	for _, m := range formRE.FindAllStringSubmatch(b, -1) {
 		f := "form " + html.UnescapeString(m[1])
 		csrf := false
-		var hidden []string // in any order: a confirmation's come from a map
 		for _, h := range hiddenRE.FindAllStringSubmatch(m[2], -1) {
 			if h[1] == "csrf" {
 				csrf = h[2] != ""
 				continue
 			}
-			hidden = append(hidden, h[1]+"="+html.UnescapeString(h[2]))
-		}
-		slices.Sort(hidden)
-		for _, h := range hidden {
-			f += " " + h
+			f += " " + h[1] + "=" + html.UnescapeString(h[2])
 		}
 		if !csrf {
 			g.t.Errorf("form %s has no CSRF token", m[1])

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,12 +249,14 @@ type field struct{ Name, Value string }
 // confirm answers the confirmation page of an action: its question, and
 // a form that posts the fields of r again with confirm=yes.
 func (d *dashboard) confirm(w http.ResponseWriter, r *http.Request, p *plan, back string) {
+	// In the form's order of names, so that the same form renders the
+	// same page.
 	var fields []field
-	for k, vs := range r.PostForm {
+	for _, k := range slices.Sorted(maps.Keys(r.PostForm)) {
 		if k == confirmField || k == csrfField {
 			continue
 		}
-		for _, v := range vs {
+		for _, v := range r.PostForm[k] {
 			fields = append(fields, field{k, v})
 		}
 	}
