@@ -95,7 +95,7 @@ var actions = []*action{
 			return nil, err
 		}
 		return &plan{method: "POST", path: "/queue/" + esc(q) + "/failed/retry", body: req,
-			question: fmt.Sprintf("Retry %s? They leave the failure log and wait to be delivered again, now.", which),
+			question: fmt.Sprintf("Retry %s? %s, now.", which, plural(req, "It leaves the failure log and waits to be delivered again", "They leave the failure log and wait to be delivered again")),
 			done: func(a map[string]any) string {
 				return fmt.Sprintf("%s of queue %s retried.", failedJobs(count(a, "retried")), q)
 			}}, nil
@@ -106,7 +106,7 @@ var actions = []*action{
 			return nil, err
 		}
 		return &plan{method: "DELETE", path: "/queue/" + esc(q) + "/failed", body: req,
-			question: fmt.Sprintf("Delete %s from the failure log? They are not delivered again.", which),
+			question: fmt.Sprintf("Delete %s from the failure log? %s not delivered again.", which, plural(req, "It is", "They are")),
 			done: func(a map[string]any) string {
 				return fmt.Sprintf("%s of queue %s deleted.", failedJobs(count(a, "deleted")), q)
 			}}, nil
@@ -176,6 +176,15 @@ func bulk(r *http.Request, queue string) (*rowqtype.FailedBulkRequest, string, e
 		what = "failed job " + ids[0]
 	}
 	return req, what + " of queue " + queue, nil
+}
+
+// plural returns one when a bulk request names one failure log entry,
+// else many.
+func plural(req *rowqtype.FailedBulkRequest, one, many string) string {
+	if len(req.IDs) == 1 {
+		return one
+	}
+	return many
 }
 
 // confirmField is the form field that says the action was confirmed.
