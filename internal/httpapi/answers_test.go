@@ -55,7 +55,7 @@ var masks = []struct {
 	{regexp.MustCompile(`"\d{4}-\d\d-\d\dT[^"]*"`), `"TIME"`},
 	{regexp.MustCompile(`"next_cursor":"[^"]*"`), `"next_cursor":"CURSOR"`},
 	{regexp.MustCompile(`cursor=[^&>]*`), `cursor=CURSOR`},
-	{regexp.MustCompile(`retry later: (?:[^"\\]|\\.)*`), `retry later: DRIVER ERROR`},
+	{regexp.MustCompile(`retry later: (?:[^"\\\n]|\\.)*`), `retry later: DRIVER ERROR`},
 }
 
 // recordedHeaders are the headers the golden file shows when an answer
@@ -63,7 +63,8 @@ var masks = []struct {
 var recordedHeaders = []string{"Allow", "Link", "Location", "Retry-After", "WWW-Authenticate"}
 
 // TestAPI_AnswersByteForByte sends a request of every kind, good and bad,
-// to an API on each database, and compares the answers with
+// to an API on each database and to the dashboard served beside it
+// (answers_dashboard_test.go), and compares the answers with
 // testdata/answers.golden byte for byte (times, cursors and a driver's
 // error words masked): field names, their order and which are present
 // ("paused": false, "existing" only with a unique key), every error
@@ -140,6 +141,9 @@ type golden struct {
 	// lease is a job leased to a worker, and its token: valid, so that
 	// its heartbeat reaches the database.
 	lease leasedJob
+	// sessions are the dashboard's login sessions, by the name the file
+	// shows ("reader session").
+	sessions map[string]*uiSession
 }
 
 func newGolden(t *testing.T, dialect string) *golden {
@@ -157,7 +161,8 @@ func newGolden(t *testing.T, dialect string) *golden {
 	}
 	st := dbtest.Open(t, dialect)
 	g := &golden{t: t, router: router, doc: doc, answered: map[string]bool{},
-		tokens: map[string]string{"": goldenAdmin, "none": ""}}
+		tokens:   map[string]string{"": goldenAdmin, "none": "", "bad": "golden-unknown-token"},
+		sessions: map[string]*uiSession{}}
 	for _, sp := range []tokenSpec{
 		{"reader", "read", ""}, {"enqueuer", "enqueue", ""}, {"worker", "work", ""},
 		{"confined", "read,enqueue,locks,work,admin", "other-*"},
@@ -169,10 +174,13 @@ func newGolden(t *testing.T, dialect string) *golden {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Stop(context.Background()) })
-	g.b = setup(t, st, func(o *options) {
+	var b *bundle
+	b = setup(t, st, func(o *options) {
 		goldenOptions(st)(o)
 		o.api.Auth = v
+		o.api.Pages = append(o.api.Pages, dashboardPages(st, v, func() *httpapi.API { return b.api })...)
 	})
+	g.b = b
 	return g
 }
 
@@ -197,7 +205,11 @@ func (g *golden) as(who, method, path, body string) *response {
 	g.t.Helper()
 	res := g.b.doAs(g.t, g.tokens[who], method, path, body)
 	g.record(who, method, path, body, res)
-	g.check(method, path, body, res)
+	contentType := ""
+	if body != "" {
+		contentType = "application/json"
+	}
+	g.check(method, path, body, contentType, res)
 	return res
 }
 
@@ -223,8 +235,16 @@ func (g *golden) record(who, method, path, body string, res *response) {
 			fmt.Fprintf(&g.out, " %s: %s", h, v)
 		}
 	}
+	if names := cookieNames(res.header); names != "" {
+		fmt.Fprintf(&g.out, " Set-Cookie: %s", names)
+	}
 	s := string(res.body) // JSON ends in a newline
-	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+	ct := res.header.Get("Content-Type")
+	switch {
+	case res.status >= 300 && res.status < 400:
+		g.out.WriteString("\n") // a redirect: its Location says it all
+		return
+	case ct != "application/json":
 		fmt.Fprintf(&g.out, " Content-Type: %s", ct)
 		s = g.shape(ct, res.body)
 	}
@@ -236,9 +256,19 @@ func (g *golden) record(who, method, path, body string, res *response) {
 
 // shape describes an answer that is not JSON by what holds from run to
 // run and from database to database: Prometheus' text by the rowq
-// families it declares, each sample line checked to parse. The API
-// answers no other type.
+// families it declares, each sample line checked to parse; a dashboard
+// page by its markers (page); the dashboard's style sheet and script by
+// nothing but being there. The API answers no other type.
 func (g *golden) shape(contentType string, body []byte) string {
+	switch {
+	case strings.HasPrefix(contentType, "text/html"):
+		return g.page(body)
+	case strings.HasPrefix(contentType, "text/css"), strings.HasPrefix(contentType, "text/javascript"):
+		if len(body) == 0 {
+			g.t.Errorf("an empty answer of type %q", contentType)
+		}
+		return "(the dashboard's file)\n"
+	}
 	if !strings.HasPrefix(contentType, "text/plain") {
 		g.t.Errorf("an answer of type %q: the golden file has no shape for it", contentType)
 		return fmt.Sprintf("(%s)\n", contentType)
@@ -271,15 +301,15 @@ func (g *golden) shape(contentType string, body []byte) string {
 // check finds the answer's operation in docs/openapi.yaml, notes its
 // status as answered, and validates the answer (and a request that
 // succeeded) against the operation.
-func (g *golden) check(method, path, body string, res *response) {
+func (g *golden) check(method, path, body, contentType string, res *response) {
 	t := g.t
 	t.Helper()
 	req, err := http.NewRequest(method, specServer+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	route, params, err := g.router.FindRoute(req)
 	if err != nil {
@@ -311,13 +341,6 @@ func (g *golden) checkCovered() {
 	var missing []string
 	for path, item := range g.doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			if strings.HasPrefix(path, "/ui") {
-				// The dashboard is served beside the API, not by it:
-				// TestOpenAPI_RealAnswersMatch in internal/server checks
-				// its answers against the file, but does not yet answer
-				// every status the file gives its routes.
-				continue
-			}
 			for status := range op.Responses.Map() {
 				if k := method + " " + path + " " + status; !g.answered[k] {
 					missing = append(missing, k)
@@ -340,6 +363,9 @@ func (g *golden) checkCovered() {
 var unreachable = map[string]string{
 	"POST /queue/{name}/failed/{id}/retry 409": "two failure log entries of one job id, or an entry whose job id is pending",
 	"POST /queue/{name}/failed/retry 409":      "two failure log entries of one job id, or an entry whose job id is pending",
+	// The dashboard's buttons answer what the API answers them.
+	"POST /ui/queue/{name}/failed/{id}/retry 409": "two failure log entries of one job id, or an entry whose job id is pending",
+	"POST /ui/queue/{name}/failed/retry 409":      "two failure log entries of one job id, or an entry whose job id is pending",
 }
 
 // run sends every request of the golden file, in the order it holds them.
@@ -361,6 +387,7 @@ func (g *golden) run() {
 	g.authAnswers()
 	g.tooLarge()
 	g.databaseDown()
+	g.dashboard()
 }
 
 // queues creates, reads, pauses and wakes queues, good and bad.
@@ -708,7 +735,7 @@ func nextCursor(t *testing.T, body []byte) string {
 // authAnswers sends every documented operation without a token (401) and
 // with a token that lacks its scope or its queue (403).
 func (g *golden) authAnswers() {
-	ops := g.operations()
+	ops := g.operations(false)
 	for _, op := range ops {
 		g.as("none", op.method, op.path, op.body)
 	}
@@ -747,7 +774,7 @@ func (g *golden) authAnswers() {
 // takes one.
 func (g *golden) tooLarge() {
 	big := `{"url":"http://w/x","payload":"` + strings.Repeat("x", 5000) + `"}`
-	for _, op := range g.operations() {
+	for _, op := range g.operations(false) {
 		if op.body != "" {
 			g.req(op.method, op.path, big)
 		}
@@ -764,7 +791,7 @@ func (g *golden) databaseDown() {
 	down := unreachableStore(t, up.st.Dialect())
 	g.b = setup(t, down, goldenOptions(down))
 	g.label = "database down"
-	for _, op := range g.operations() {
+	for _, op := range g.operations(false) {
 		path, body := op.path, downBodies[op.method+" "+op.pattern]
 		if strings.HasPrefix(op.pattern, "/job/{id}/") {
 			path = strings.Replace(op.pattern, "{id}", strconv.FormatInt(g.lease.ID, 10), 1)
@@ -803,12 +830,13 @@ type operation struct {
 }
 
 // operations returns docs/openapi.yaml's operations in order, each with a
-// path and bodies to send it.
-func (g *golden) operations() []operation {
+// path and bodies to send it: the API's, or with dashboard the
+// dashboard's (whose pages and forms answers_dashboard_test.go sends).
+func (g *golden) operations(dashboard bool) []operation {
 	paths := strings.NewReplacer("{name}", "q", "{category}", "c", "{id}", "1")
 	var ops []operation
 	for _, path := range g.doc.Paths.InMatchingOrder() {
-		if strings.HasPrefix(path, "/ui") {
+		if strings.HasPrefix(path, "/ui") != dashboard {
 			continue
 		}
 		for method, o := range g.doc.Paths.Value(path).Operations() {

@@ -26,6 +26,7 @@ type bundle struct {
 	st     store.Store
 	server *httptest.Server
 	disp   *dispatch.Dispatcher
+	api    *httpapi.API
 }
 
 // options are what a test may change of an API's setup.
@@ -49,7 +50,7 @@ func setup(t testing.TB, st store.Store, tweak func(*options)) *bundle {
 	api, disp := newAPI(t, st, o)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &bundle{st: st, server: srv, disp: disp}
+	return &bundle{st: st, server: srv, disp: disp, api: api}
 }
 
 // newAPI builds an API on st and the services it needs, stopped when the

@@ -435,7 +435,7 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 // the dashboard, which guards itself (its login).
 func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History, queueLimit int) []httpapi.Page {
 	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, WorkerHosts: st, Logger: log, Version: Version, QueueLimit: queueLimit})}}
-	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: func(v string) error { return httpapi.CheckName("name", v) },
+	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: httpapi.CheckName,
 		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {
 		out = append(out, httpapi.Page{Pattern: p, Handler: dash, GuardsItself: true})

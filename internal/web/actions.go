@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,7 +95,7 @@ var actions = []*action{
 			return nil, err
 		}
 		return &plan{method: "POST", path: "/queue/" + esc(q) + "/failed/retry", body: req,
-			question: fmt.Sprintf("Retry %s? They leave the failure log and wait to be delivered again, now.", which),
+			question: fmt.Sprintf("Retry %s? %s, now.", which, plural(req, "It leaves the failure log and waits to be delivered again", "They leave the failure log and wait to be delivered again")),
 			done: func(a map[string]any) string {
 				return fmt.Sprintf("%s of queue %s retried.", failedJobs(count(a, "retried")), q)
 			}}, nil
@@ -104,7 +106,7 @@ var actions = []*action{
 			return nil, err
 		}
 		return &plan{method: "DELETE", path: "/queue/" + esc(q) + "/failed", body: req,
-			question: fmt.Sprintf("Delete %s from the failure log? They are not delivered again.", which),
+			question: fmt.Sprintf("Delete %s from the failure log? %s not delivered again.", which, plural(req, "It is", "They are")),
 			done: func(a map[string]any) string {
 				return fmt.Sprintf("%s of queue %s deleted.", failedJobs(count(a, "deleted")), q)
 			}}, nil
@@ -176,6 +178,15 @@ func bulk(r *http.Request, queue string) (*rowqtype.FailedBulkRequest, string, e
 	return req, what + " of queue " + queue, nil
 }
 
+// plural returns one when a bulk request names one failure log entry,
+// else many.
+func plural(req *rowqtype.FailedBulkRequest, one, many string) string {
+	if len(req.IDs) == 1 {
+		return one
+	}
+	return many
+}
+
 // confirmField is the form field that says the action was confirmed.
 const confirmField = "confirm"
 
@@ -193,7 +204,7 @@ func (d *dashboard) act(a *action) http.HandlerFunc {
 			d.message(w, r, http.StatusForbidden, err.Error())
 			return
 		}
-		if (d.cfg.CheckName == nil || d.cfg.CheckName(name) == nil) && !g.Queue(name) {
+		if (d.cfg.CheckName == nil || d.cfg.CheckName("name", name) == nil) && !g.Queue(name) {
 			d.message(w, r, http.StatusForbidden, g.QueueError(a.what+" "+strconv.Quote(name)).Error())
 			return
 		}
@@ -247,12 +258,14 @@ type field struct{ Name, Value string }
 // confirm answers the confirmation page of an action: its question, and
 // a form that posts the fields of r again with confirm=yes.
 func (d *dashboard) confirm(w http.ResponseWriter, r *http.Request, p *plan, back string) {
+	// In the form's order of names, so that the same form renders the
+	// same page.
 	var fields []field
-	for k, vs := range r.PostForm {
+	for _, k := range slices.Sorted(maps.Keys(r.PostForm)) {
 		if k == confirmField || k == csrfField {
 			continue
 		}
-		for _, v := range vs {
+		for _, v := range r.PostForm[k] {
 			fields = append(fields, field{k, v})
 		}
 	}

@@ -87,8 +87,8 @@ type Config struct {
 	Logger  *slog.Logger
 	Version string
 	// CheckName validates a queue name from the URL, as the JSON API
-	// does; nil accepts any.
-	CheckName func(string) error
+	// does, with an error that names field; nil accepts any.
+	CheckName func(field, value string) error
 	// Auth verifies tokens and says whether they are needed; nil serves
 	// every page without a login.
 	Auth *auth.Verifier
@@ -184,8 +184,8 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	after := r.URL.Query().Get("after")
 	if after != "" && d.cfg.CheckName != nil {
-		if err := d.cfg.CheckName(after); err != nil {
-			d.message(w, r, http.StatusBadRequest, "after: "+err.Error())
+		if err := d.cfg.CheckName("after", after); err != nil {
+			d.message(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
 	}
@@ -260,7 +260,7 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
 	if d.cfg.CheckName != nil {
-		if err := d.cfg.CheckName(name); err != nil {
+		if err := d.cfg.CheckName("name", name); err != nil {
 			d.message(w, r, http.StatusBadRequest, err.Error())
 			return
 		}

@@ -68,9 +68,9 @@ func setupWith(t *testing.T, dialect string, tweak func(*web.Config, store.Store
 	must(err)
 	must(st.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: "n1", Host: "n1:8080", TTL: time.Minute}))
 	must(st.QueuesClaim(ctx, &store.QueuesClaimParams{Node: "n1", Limit: 1}))
-	checkName := func(v string) error {
+	checkName := func(field, v string) error {
 		if strings.ContainsAny(v, " <>") {
-			return fmt.Errorf("name: %q: use letters, digits and _ . : - only", v)
+			return fmt.Errorf("%s: %q: use letters, digits and _ . : - only", field, v)
 		}
 		return nil
 	}
@@ -253,7 +253,7 @@ func TestDashboard_QueuePages(t *testing.T) {
 		t.Errorf("/ui?after=zzz read the stats of %v, want no read", asked)
 	}
 	body = b.get(t, "/ui?after=a%20b", http.StatusBadRequest)
-	contains(t, "/ui?after=a%20b", body, `after: name: &#34;a b&#34;: use letters`)
+	contains(t, "/ui?after=a%20b", body, `after: &#34;a b&#34;: use letters`)
 }
 
 // TestDashboard_QueueShowsWorkerHostsInTrouble: the queue page lists the
