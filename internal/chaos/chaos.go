@@ -102,7 +102,8 @@ func (o *Options) Validate() error {
 	check(o.Exe != "", "exe: must be set")
 	check(strings.Contains(o.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path, got %q", o.DatabaseURL)
 	for _, u := range o.NodeDatabaseURLs {
-		check(strings.Contains(u, "://"), "node-database-url: want mysql://…, postgres://… or sqlite://path, got %q", u)
+		check(strings.Contains(u, "://"), "node-database-url: want mysql://…, postgres://… or sqlite://path, got %q", backend.Redact(u))
+		check(sameDialect(u, o.DatabaseURL), "node-database-url: %q is not a database of database-url's kind (%s)", backend.Redact(u), dialect(o.DatabaseURL))
 	}
 	check(o.NodeTTL >= 0, "node-ttl: must not be negative (0: the server's default), got %v", o.NodeTTL)
 	check(o.Nodes >= 1 && o.Nodes <= 50, "nodes: must be 1..50, got %d", o.Nodes)
@@ -128,6 +129,18 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameDialect reports whether two database URLs name the same kind of
+// database.
+func sameDialect(a, b string) bool {
+	norm := func(u string) string {
+		if d := dialect(u); d != "postgresql" {
+			return d
+		}
+		return "postgres"
+	}
+	return norm(a) == norm(b)
 }
 
 // Spread is a measured duration per event, in milliseconds.

@@ -272,3 +272,28 @@ func TestValidate_Keys(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate_NodeDatabaseURLs: a node's URL must be a database of the
+// run's kind; the error names the flag.
+func TestValidate_NodeDatabaseURLs(t *testing.T) {
+	o := Options{Exe: "rowq", DatabaseURL: "mysql://root@h1/db", Nodes: 3, Rate: 100, Duration: time.Minute,
+		MaxWorkers: 10, Faults: []string{FaultKill}, Every: 4 * time.Second, JobTimeout: time.Second}
+	for _, c := range []struct {
+		urls []string
+		ok   bool
+	}{
+		{[]string{"mysql://root@h1/db", "mysql://root@h2/db"}, true},
+		{[]string{"mysql://root@h1/db", "postgres://h2/db"}, false},
+		{[]string{"h2:3306/db"}, false},
+	} {
+		o.NodeDatabaseURLs = c.urls
+		err := o.Validate()
+		if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "node-database-url:")) {
+			t.Errorf("Validate with node URLs %q = %v, want ok %v", c.urls, err, c.ok)
+		}
+	}
+	o.DatabaseURL, o.NodeDatabaseURLs = "postgresql://h1/db", []string{"postgres://h2/db"}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate with postgresql:// and postgres:// = %v, want nil", err)
+	}
+}
