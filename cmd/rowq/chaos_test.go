@@ -2,12 +2,17 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rowq/rowq/internal/chaos"
+	"github.com/rowq/rowq/internal/store/backend"
 	"github.com/rowq/rowq/internal/store/dbtest"
 )
 
@@ -85,4 +90,98 @@ func TestChaos_OneKillLosesNoJob(t *testing.T) {
 			t.Errorf("%d of %d killed nodes had fired the schedule; want every one", res.Schedule.KilledFirers, res.Kills)
 		}
 	})
+}
+
+// TestChaos_NodeDatabasesAndDBFault runs the chaos suite on MariaDB with a
+// database URL per node (the same database, the second URL with a driver
+// parameter, so that the nodes' logs tell them apart) and a db fault whose
+// command only leaves a mark: every node must have been given its URL, the
+// fault run once and its window measured, every delivered id be the one
+// answered, and the kill's reap read from the logs and classed killed,
+// with no reap of a live node (one MariaDB server: its session locks hold).
+func TestChaos_NodeDatabasesAndDBFault(t *testing.T) {
+	t.Parallel()
+	u := dbtest.URL(t, "mysql")
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	u2 := u + sep + "timeout=7s"
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "db-fault.txt")
+	cmd := exec.Command(rowqBin, "chaos", "--node-database-url", u, "--node-database-url", u2, "--dir", dir,
+		"--nodes", "2", "--rate", "100", "--duration", "10s", "--faults", "kill,db", "--every", "3s",
+		"--db-fault-cmd", "echo fault >> "+mark+"; sleep 1",
+		"--node-ttl", "2s", "--grab-lease", "3s", "--refresh-interval", "200ms", "--rescue-interval", "500ms",
+		"--lock-clients", "0", "--schedule=false", "--settle", "1s")
+	cmd.Env = baseEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rowq chaos: %v\nstdout: %s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var res chaos.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	t.Logf("%s", out)
+	// The report and the nodes' logs hide a password.
+	u, u2 = backend.Redact(u), backend.Redact(u2)
+	if res.Database != "mysql" || !slices.Equal(res.NodeDatabaseURLs, []string{u, u2}) {
+		t.Errorf("database %q, node_database_urls %q; want mysql, [%s %s]", res.Database, res.NodeDatabaseURLs, u, u2)
+	}
+	// Each node logs the database it serves from at start: node i the
+	// i-th URL, a replacement its victim's, so both URLs stay in use.
+	for i, want := range []string{u, u2} {
+		if got := servingDatabase(t, dir, fmt.Sprintf("-%d.log", i+1)); got != want {
+			t.Errorf("node %d serves from %q, want %q", i+1, got, want)
+		}
+	}
+	if b, err := os.ReadFile(mark); err != nil || strings.Count(string(b), "fault\n") != res.DBFaults {
+		t.Errorf("the fault command left %q (%v); want one line per db fault (%d)", b, err, res.DBFaults)
+	}
+	if res.DBFaults != 1 || res.DBFaultErrors != 0 {
+		t.Errorf("db_faults %d, db_fault_errors %d; want 1, 0", res.DBFaults, res.DBFaultErrors)
+	}
+	// The command harms nothing: deliveries go on in its window, so its
+	// longest gap is short of the window (1 s of command, DBGapAfter after).
+	if g := res.DBGapMS; g == nil || g.N != 1 || g.Max <= 0 || g.Max >= (time.Second+chaos.DBGapAfter).Milliseconds() {
+		t.Errorf("db_gap_ms = %+v; want one gap, above 0 and short of the window", g)
+	}
+	if res.DBResumeMS == nil || res.DBResumeMS.N != 1 {
+		t.Errorf("db_resume_ms = %+v; want one", res.DBResumeMS)
+	}
+	if res.Accepted == 0 || res.Lost != 0 || !res.Drained || res.IDsChecked != res.Delivered || res.IDMismatches != 0 {
+		t.Errorf("accepted %d, delivered %d, lost %d, drained %v, ids checked %d, id mismatches %d; want every job delivered under its id",
+			res.Accepted, res.Delivered, res.Lost, res.Drained, res.IDsChecked, res.IDMismatches)
+	}
+	if r := res.Reaps; res.Kills == 0 || r == nil || r.Killed == 0 || r.Live != 0 || r.Stopped != 0 || r.CutOff != 0 {
+		t.Errorf("kills %d, reaps %+v; want the killed node's reap, no other", res.Kills, r)
+	}
+}
+
+// servingDatabase returns the database of the "rowq serving" line in the
+// node log in dir whose name ends with suffix.
+func servingDatabase(t *testing.T, dir, suffix string) string {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "chaos-*"+suffix))
+	if len(logs) != 1 {
+		t.Fatalf("node logs ending %s in %s: %q, want one", suffix, dir, logs)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		var l struct {
+			Msg      string `json:"msg"`
+			Database string `json:"database"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "rowq serving" {
+			return l.Database
+		}
+	}
+	t.Fatalf("no rowq serving line in %s", logs[0])
+	return ""
 }

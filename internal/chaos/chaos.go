@@ -2,9 +2,11 @@
 // `rowq serve` processes on one database, drives a steady load of jobs
 // through all of them to a checking worker, injects faults on a schedule
 // (SIGKILL or SIGSTOP of the node leading the queue, a misbehaving worker,
-// a database restart by an operator's command), optionally checks a lock
-// and a schedule under the same faults, and reports what was lost, what
-// was delivered twice and how long each takeover took.
+// a database fault by an operator's command: a restart, a Galera member
+// killed, a failover), optionally checks a lock and a schedule under the
+// same faults, and reports what was lost, what was delivered twice or
+// under another id than the one answered, which nodes were reaped and why,
+// and how long each takeover took.
 package chaos
 
 import (
@@ -17,7 +19,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,18 +38,25 @@ const (
 	FaultKill      = "kill"       // SIGKILL the queue's leader, start a replacement
 	FaultStop      = "stop"       // SIGSTOP the queue's leader for StopFor, then SIGCONT
 	FaultWorker    = "worker"     // the worker misbehaves on every third delivery for WorkerFaultFor
-	FaultDBRestart = "db-restart" // run DBRestartCmd
+	FaultDB        = "db"         // run DBFaultCmd
+	FaultDBRestart = "db-restart" // FaultDB's older name
 )
 
 // Options configures a run.
 type Options struct {
-	Exe         string // the rowq binary the nodes run
+	Exe string // the rowq binary the nodes run
+	// DatabaseURL is the nodes' database, and the one the run itself reads
+	// (the soak's table sizes, the database probes).
 	DatabaseURL string
-	Dir         string // node logs (and the default SQLite file) go here
-	Nodes       int
-	Rate        float64 // jobs per second offered, spread over the nodes
-	Duration    time.Duration
-	MaxWorkers  int
+	// NodeDatabaseURLs, when set, give node i the URL i mod len (a
+	// replacement takes the URL of the node it replaces), so that each
+	// node writes through its own member of a cluster.
+	NodeDatabaseURLs []string
+	Dir              string // node logs (and the default SQLite file) go here
+	Nodes            int
+	Rate             float64 // jobs per second offered, spread over the nodes
+	Duration         time.Duration
+	MaxWorkers       int
 	// Keys, when > 0, spreads the jobs over this many concurrency keys
 	// ("k<seq mod Keys>"), each with KeyLimit: the faults then meet parked
 	// jobs and per-key counts (docs/flow-control.md).
@@ -59,10 +67,11 @@ type Options struct {
 	StopFor time.Duration
 	// WorkerFaultFor is how long a worker fault lasts.
 	WorkerFaultFor time.Duration
-	// DBRestartCmd is a shell command that restarts the database, for
-	// FaultDBRestart.
-	DBRestartCmd string
-	// The nodes' settings.
+	// DBFaultCmd is a shell command that injects a database fault and
+	// ends when the fault is over (restart a server, kill and restart a
+	// Galera member, fail a primary over), for FaultDB.
+	DBFaultCmd string
+	// The nodes' settings; a NodeTTL of 0 leaves the server's default.
 	NodeTTL, GrabLease, RefreshInterval, RescueInterval time.Duration
 	NodeLogLevel                                        string
 	// JobTimeout is the jobs' timeout (whole seconds); WorkTime how long
@@ -92,6 +101,11 @@ func (o *Options) Validate() error {
 	}
 	check(o.Exe != "", "exe: must be set")
 	check(strings.Contains(o.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path, got %q", o.DatabaseURL)
+	for _, u := range o.NodeDatabaseURLs {
+		check(strings.Contains(u, "://"), "node-database-url: want mysql://…, postgres://… or sqlite://path, got %q", backend.Redact(u))
+		check(sameDialect(u, o.DatabaseURL), "node-database-url: %q is not a database of database-url's kind (%s)", backend.Redact(u), dialect(o.DatabaseURL))
+	}
+	check(o.NodeTTL >= 0, "node-ttl: must not be negative (0: the server's default), got %v", o.NodeTTL)
 	check(o.Nodes >= 1 && o.Nodes <= 50, "nodes: must be 1..50, got %d", o.Nodes)
 	check(o.Rate > 0 && o.Rate <= 100000, "rate: must be in (0, 100000], got %v", o.Rate)
 	check(o.Duration >= time.Second, "duration: must be at least 1s, got %v", o.Duration)
@@ -108,13 +122,25 @@ func (o *Options) Validate() error {
 	for _, f := range o.Faults {
 		switch f {
 		case FaultKill, FaultStop, FaultWorker:
-		case FaultDBRestart:
-			check(o.DBRestartCmd != "", "faults: db-restart needs --db-restart-cmd")
+		case FaultDB, FaultDBRestart:
+			check(o.DBFaultCmd != "", "faults: %s needs --db-fault-cmd", f)
 		default:
-			check(false, "faults: unknown fault %q (want kill, stop, worker, db-restart)", f)
+			check(false, "faults: unknown fault %q (want kill, stop, worker, db)", f)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameDialect reports whether two database URLs name the same kind of
+// database.
+func sameDialect(a, b string) bool {
+	norm := func(u string) string {
+		if d := dialect(u); d != "postgresql" {
+			return d
+		}
+		return "postgres"
+	}
+	return norm(a) == norm(b)
 }
 
 // Spread is a measured duration per event, in milliseconds.
@@ -172,20 +198,27 @@ type ScheduleResult struct {
 
 // Result is a run's report, printed as one JSON line.
 type Result struct {
-	Database     string  `json:"database"`
-	Nodes        int     `json:"nodes"`
-	Rate         float64 `json:"rate"`
-	DurationS    float64 `json:"duration_s"`
-	Faults       string  `json:"faults"`
-	Keys         int     `json:"keys,omitempty"`
-	KeyLimit     int     `json:"key_limit,omitempty"`
-	EveryS       float64 `json:"every_s"`
-	NodeTTLS     float64 `json:"node_ttl_s"`
-	GrabLeaseS   float64 `json:"grab_lease_s"`
-	Kills        int     `json:"kills"`
-	KillsSkipped int     `json:"kills_skipped"`
-	Stops        int     `json:"stops"`
-	DBRestarts   int     `json:"db_restarts"`
+	Database   string  `json:"database"`
+	Nodes      int     `json:"nodes"`
+	Rate       float64 `json:"rate"`
+	DurationS  float64 `json:"duration_s"`
+	Faults     string  `json:"faults"`
+	Keys       int     `json:"keys,omitempty"`
+	KeyLimit   int     `json:"key_limit,omitempty"`
+	EveryS     float64 `json:"every_s"`
+	NodeTTLS   float64 `json:"node_ttl_s"`
+	GrabLeaseS float64 `json:"grab_lease_s"`
+	// NodeDatabaseURLs are the nodes' own database URLs, passwords
+	// hidden (--node-database-url).
+	NodeDatabaseURLs []string `json:"node_database_urls,omitempty"`
+	Kills            int      `json:"kills"`
+	KillsSkipped     int      `json:"kills_skipped"`
+	Stops            int      `json:"stops"`
+	// DBFaults counts the database faults run; DBFaultErrors those whose
+	// command exited non-zero (still counted, and measured: the fault may
+	// have happened).
+	DBFaults      int `json:"db_faults"`
+	DBFaultErrors int `json:"db_fault_errors"`
 	// WorkerFaults counts the misbehaviours injected, by kind.
 	WorkerFaults map[string]int `json:"worker_faults"`
 
@@ -209,6 +242,13 @@ type Result struct {
 	// DeliveredUnaccepted are jobs whose enqueue failed but which were
 	// delivered: stored, though the client was not told.
 	DeliveredUnaccepted int `json:"delivered_unaccepted"`
+	// IDsChecked counts the accepted jobs delivered at least once, whose
+	// delivered ids were compared with the id answered at enqueue;
+	// IDMismatches those of them delivered under another id
+	// (IDMismatchSeqs: the first 20).
+	IDsChecked     int   `json:"ids_checked"`
+	IDMismatches   int   `json:"id_mismatches"`
+	IDMismatchSeqs []int `json:"id_mismatch_seqs,omitempty"`
 	// FailedLog is the queue's failure log at the end.
 	FailedLog int `json:"failed_log"`
 	// InFlightAtKills sums the deliveries open at the worker from the
@@ -230,9 +270,16 @@ type Result struct {
 	// delivered after its SIGCONT although another node had delivered them
 	// between the SIGSTOP and that delivery: jobs it had lost.
 	StaleAfterCont *int `json:"stale_after_cont,omitempty"`
-	// DBResumeMS is, per database restart, the time from the restart
-	// command's end to the next delivery.
+	// DBResumeMS is, per database fault, the time from the command's end
+	// to the next delivery.
 	DBResumeMS *Spread `json:"db_resume_ms,omitempty"`
+	// DBGapMS is, per database fault, the longest time without a delivery
+	// from the command's start to DBGapAfter after its end (or to the
+	// run's last delivery, if earlier).
+	DBGapMS *Spread `json:"db_gap_ms,omitempty"`
+	// Reaps are the nodes' reaps of other nodes, read from their logs and
+	// classed by why the reaped node was gone.
+	Reaps *ReapResult `json:"reaps,omitempty"`
 
 	Lock     *LockResult     `json:"lock,omitempty"`
 	Schedule *ScheduleResult `json:"schedule,omitempty"`
@@ -245,14 +292,21 @@ type Result struct {
 	ElapsedS    float64  `json:"elapsed_s"`
 }
 
-// Failed reports whether the run broke a guarantee: a job lost, an
-// enqueue refused without Retry-After, a lock held twice or a fencing token
-// not above those handed out before, a schedule tick lost or doubled, or
-// jobs not drained.
+// Failed reports whether the run broke a guarantee: a job lost or
+// delivered under another id than the one answered, a live node reaped,
+// an enqueue refused without Retry-After, a lock held twice or a fencing
+// token not above those handed out before, a schedule tick lost or
+// doubled, or jobs not drained.
 func (r *Result) Failed() error {
 	var errs []error
 	if r.Lost > 0 {
 		errs = append(errs, fmt.Errorf("%d accepted jobs lost", r.Lost))
+	}
+	if r.IDMismatches > 0 {
+		errs = append(errs, fmt.Errorf("%d jobs delivered under another id than the one answered at enqueue", r.IDMismatches))
+	}
+	if r.Reaps != nil && r.Reaps.Live > 0 {
+		errs = append(errs, fmt.Errorf("%d reaps of a live node", r.Reaps.Live))
 	}
 	if r.RefusedWithoutRetryAfter > 0 {
 		errs = append(errs, fmt.Errorf("%d enqueues refused without Retry-After", r.RefusedWithoutRetryAfter))
@@ -288,22 +342,20 @@ type stopRecord struct {
 	held     []int
 }
 
-// restartRecord is one database restart: when the command began and ended.
-type restartRecord struct {
-	at, done time.Time
-}
-
 // run is one chaos run's state.
 type run struct {
 	o        *Options
 	id       string
 	log      *slog.Logger
+	began    time.Time
 	c        *cluster
 	w        *worker
 	queue    string
 	category string
 	total    int
 	accepted []atomic.Bool
+	// answered is, per job, the id its enqueue was answered (0: none).
+	answered []atomic.Int64
 	// pushedAt is, per job, when its enqueue was sent (UnixNano; 0: not
 	// yet), kept for a soak's latency.
 	pushedAt []atomic.Int64
@@ -315,7 +367,7 @@ type run struct {
 	kills               []*killRecord
 	skipped             int
 	stops               []*stopRecord
-	restarts            []*restartRecord
+	dbFaults            []*dbFaultRecord
 	bg                  sync.WaitGroup // SIGCONTs and replacements under way
 	startErrs           []error
 }
@@ -332,9 +384,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	began := time.Now()
 	id := randomID()
-	r := &run{o: &o, id: id, log: o.Log, queue: "chaos_" + id, category: "chaos-" + id,
+	r := &run{o: &o, id: id, log: o.Log, began: began, queue: "chaos_" + id, category: "chaos-" + id,
 		total: int(o.Rate * o.Duration.Seconds()), enqErrs: map[string]int{}}
 	r.accepted = make([]atomic.Bool, r.total)
+	r.answered = make([]atomic.Int64, r.total)
 	var err error
 	if r.w, err = newWorker(r.total, o.JobTimeout, o.WorkTime, o.Sample > 0); err != nil {
 		return nil, err
@@ -352,11 +405,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer r.c.close(15 * time.Second)
 
 	for i := range o.Nodes {
-		n, err := r.c.start(ctx)
+		n, err := r.c.start(ctx, i)
 		if err != nil {
 			return nil, err
 		}
-		r.log.Info("node up", "node", n.id, "addr", n.addr, "i", i+1)
+		r.log.Info("node up", "node", n.id, "addr", n.addr, "i", i+1, "database", backend.Redact(n.dbURL))
 	}
 	api := r.c.pick().api
 	if _, err := api.PutQueue(ctx, r.queue, &rowqtype.QueueRequest{MaxWorkers: &o.MaxWorkers}); err != nil {
@@ -411,6 +464,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := r.report()
 	res.Drained = drained
+	if o.NodeLogLevel == "" || o.NodeLogLevel == "debug" || o.NodeLogLevel == "info" {
+		res.Reaps = r.classifyReaps()
+	} else {
+		res.NotMeasured = append(res.NotMeasured, "reaps (--node-log-level above info: the nodes do not log them)")
+	}
 	res.Lock, res.Schedule, res.Samples = lockRes, schedRes, samples
 	if res.Schedule != nil {
 		_, res.Schedule.Jobs, _, _ = r.w.snapshot()
@@ -493,12 +551,15 @@ func (r *run) push(ctx context.Context, seq int) {
 		r.pushedAt[seq].Store(time.Now().UnixNano())
 	}
 	timeout := int(r.o.JobTimeout / time.Second)
+	// The seq is the job's token, unique in the run: the worker matches
+	// the id a delivery carries with the id answered for the seq.
 	req := &rowqtype.JobRequest{URL: r.w.url + "/job", Payload: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`),
 		MaxRetries: new(100), RetryDelay: new(1), Timeout: &timeout}
 	if r.o.Keys > 0 {
 		req.ConcurrencyKey, req.ConcurrencyLimit = new("k"+strconv.Itoa(seq%r.o.Keys)), &r.o.KeyLimit
 	}
-	if _, err := n.api.PushJob(ctx, r.category, req); err != nil {
+	pushed, err := n.api.PushJob(ctx, r.category, req)
+	if err != nil {
 		var ce *client.Error
 		var ne net.Error
 		switch {
@@ -516,6 +577,7 @@ func (r *run) push(ctx context.Context, seq int) {
 		}
 		return
 	}
+	r.answered[seq].Store(pushed.ID)
 	r.accepted[seq].Store(true)
 }
 
@@ -549,8 +611,8 @@ func (r *run) injectFaults(ctx context.Context, loadDone <-chan struct{}) {
 		case FaultWorker:
 			r.log.Info("worker fault", "for", r.o.WorkerFaultFor)
 			r.w.faultFor(r.o.WorkerFaultFor)
-		case FaultDBRestart:
-			r.restartDB(ctx)
+		case FaultDB, FaultDBRestart:
+			r.dbFault(ctx)
 		}
 		// The next fault comes Every after this one ended: a tick that
 		// fell due while a slow fault (a database restart) ran would
@@ -578,7 +640,7 @@ func (r *run) kill(ctx context.Context) {
 	r.kills = append(r.kills, k)
 	r.mu.Unlock()
 	r.log.Info("killed the leader", "node", victim.id, "held", len(held))
-	r.replace(ctx)
+	r.replace(ctx, victim.slot)
 }
 
 // killed returns the ids of the nodes killed so far.
@@ -592,10 +654,11 @@ func (r *run) killed() []string {
 	return ids
 }
 
-// replace starts a node in the background, so that Nodes stay up.
-func (r *run) replace(ctx context.Context) {
+// replace starts a node in slot in the background, so that Nodes stay up,
+// each on its database URL.
+func (r *run) replace(ctx context.Context, slot int) {
 	r.bg.Go(func() {
-		n, err := r.c.start(ctx)
+		n, err := r.c.start(ctx, slot)
 		if err != nil {
 			r.mu.Lock()
 			r.startErrs = append(r.startErrs, err)
@@ -671,24 +734,6 @@ func (r *run) stop(ctx context.Context) {
 		}
 		r.log.Info("continued", "node", victim.id)
 	})
-}
-
-// restartDB runs the restart command and records when it ran.
-func (r *run) restartDB(ctx context.Context) {
-	rec := &restartRecord{at: time.Now()}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, "sh", "-c", r.o.DBRestartCmd)
-	out, err := cmd.CombinedOutput()
-	rec.done = time.Now()
-	if err != nil {
-		r.log.Warn("database restart command failed", "err", err, "output", strings.TrimSpace(string(out)))
-		return
-	}
-	r.mu.Lock()
-	r.restarts = append(r.restarts, rec)
-	r.mu.Unlock()
-	r.log.Info("database restarted", "took", rec.done.Sub(rec.at).Round(time.Millisecond))
 }
 
 // drain waits until every accepted job was answered success and the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,10 +22,14 @@ import (
 type node struct {
 	id   string
 	addr string
-	cmd  *exec.Cmd
-	api  *client.Client
-	log  string        // path of its output
-	done chan struct{} // closed once the process has exited
+	// slot is the node's place among the Nodes, kept by its replacement;
+	// dbURL is the database URL it was given.
+	slot  int
+	dbURL string
+	cmd   *exec.Cmd
+	api   *client.Client
+	log   string        // path of its output
+	done  chan struct{} // closed once the process has exited
 	// stopped is set while the node is SIGSTOPped; guarded by cluster.mu.
 	stopped bool
 }
@@ -58,28 +63,39 @@ func newCluster(o *Options, run string) *cluster {
 			env = append(env, kv)
 		}
 	}
+	// JSON logs: the run reads the nodes' reaps from them (reaps.go).
 	env = append(env,
-		"ROWQ_DATABASE_URL="+o.DatabaseURL,
 		"ROWQ_QUEUE_DEFAULT=",
-		"ROWQ_NODE_TTL="+o.NodeTTL.String(),
+		"ROWQ_LOG_FORMAT=json",
 		"ROWQ_GRAB_LEASE="+o.GrabLease.String(),
 		"ROWQ_CONFIG_REFRESH_INTERVAL="+o.RefreshInterval.String(),
 		"ROWQ_RESCUE_INTERVAL="+o.RescueInterval.String(),
 		"ROWQ_SHUTDOWN_TIMEOUT=5s",
 		"ROWQ_LOG_LEVEL="+o.NodeLogLevel,
 	)
+	if o.NodeTTL > 0 {
+		env = append(env, "ROWQ_NODE_TTL="+o.NodeTTL.String())
+	}
 	return &cluster{o: o, run: run, env: env}
 }
 
-// start starts a new node and waits until it answers GET /healthz. A port
-// taken between choosing and binding it is retried on another.
-func (c *cluster) start(ctx context.Context) (*node, error) {
+// databaseURL is the database URL of the node in slot.
+func (c *cluster) databaseURL(slot int) string {
+	if len(c.o.NodeDatabaseURLs) == 0 {
+		return c.o.DatabaseURL
+	}
+	return c.o.NodeDatabaseURLs[slot%len(c.o.NodeDatabaseURLs)]
+}
+
+// start starts a new node in slot and waits until it answers GET /healthz.
+// A port taken between choosing and binding it is retried on another.
+func (c *cluster) start(ctx context.Context, slot int) (*node, error) {
 	c.mu.Lock()
 	c.count++
 	id := fmt.Sprintf("chaos-%s-%d", c.run, c.count)
 	c.mu.Unlock()
 	for attempt := 1; ; attempt++ {
-		n, err := c.spawn(id)
+		n, err := c.spawn(id, slot)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +114,7 @@ func (c *cluster) start(ctx context.Context) (*node, error) {
 	}
 }
 
-func (c *cluster) spawn(id string) (*node, error) {
+func (c *cluster) spawn(id string, slot int) (*node, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -113,7 +129,9 @@ func (c *cluster) spawn(id string) (*node, error) {
 	defer f.Close()
 	cmd := exec.Command(c.o.Exe, "serve")
 	cmd.Dir = c.o.Dir
-	cmd.Env = append(c.env[:len(c.env):len(c.env)], "ROWQ_BIND="+addr, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id)
+	dbURL := c.databaseURL(slot)
+	cmd.Env = append(c.env[:len(c.env):len(c.env)], "ROWQ_DATABASE_URL="+dbURL,
+		"ROWQ_BIND="+addr, "ROWQ_NODE_ID="+id, "ROWQ_DISPATCH_USER_AGENT="+id)
 	cmd.Stdout, cmd.Stderr = f, f
 	// A process group of its own: a Ctrl-C of the chaos run reaches the
 	// run, which then stops its nodes itself.
@@ -121,7 +139,7 @@ func (c *cluster) spawn(id string) (*node, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s serve: %w", c.o.Exe, err)
 	}
-	n := &node{id: id, addr: addr, cmd: cmd, log: logPath, done: make(chan struct{}),
+	n := &node{id: id, addr: addr, slot: slot, dbURL: dbURL, cmd: cmd, log: logPath, done: make(chan struct{}),
 		api: client.New("http://"+addr, &http.Client{Timeout: 5 * time.Second})}
 	c.mu.Lock()
 	c.all = append(c.all, n)
@@ -247,6 +265,13 @@ func (c *cluster) close(timeout time.Duration) {
 			<-n.done
 		}
 	}
+}
+
+// nodes returns every node ever started.
+func (c *cluster) nodes() []*node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.all)
 }
 
 // running returns the up nodes that are not stopped.

@@ -5,15 +5,17 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rowq/rowq/internal/store/backend"
 )
 
 // report builds the Result from what the worker recorded and the faults
 // injected.
 func (r *run) report() *Result {
 	jobs, _, injected, _ := r.w.snapshot()
-	accepted := make([]bool, r.total)
+	accepted, answered := make([]bool, r.total), make([]int64, r.total)
 	for i := range accepted {
-		accepted[i] = r.accepted[i].Load()
+		accepted[i], answered[i] = r.accepted[i].Load(), r.answered[i].Load()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -27,7 +29,11 @@ func (r *run) report() *Result {
 	for k, v := range r.enqErrs {
 		res.EnqueueErrors[k] = v
 	}
-	analyze(res, jobs, accepted, r.kills, r.stops, r.restarts)
+	for _, u := range r.o.NodeDatabaseURLs {
+		res.NodeDatabaseURLs = append(res.NodeDatabaseURLs, backend.Redact(u))
+	}
+	analyze(res, jobs, accepted, r.kills, r.stops, r.dbFaults)
+	checkIDs(res, jobs, accepted, answered)
 	return res
 }
 
@@ -42,7 +48,7 @@ func dialect(databaseURL string) string {
 
 // analyze fills res's job figures from every job's deliveries (by seq, in
 // arrival order), which jobs were accepted, and the faults.
-func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecord, stops []*stopRecord, restarts []*restartRecord) {
+func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecord, stops []*stopRecord, dbFaults []*dbFaultRecord) {
 	for seq, ds := range jobs {
 		ok := slices.ContainsFunc(ds, func(d delivery) bool { return d.outcome == success })
 		switch {
@@ -70,7 +76,7 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 			}
 		}
 	}
-	res.Kills, res.Stops, res.DBRestarts = len(kills), len(stops), len(restarts)
+	res.Kills, res.Stops, res.DBFaults = len(kills), len(stops), len(dbFaults)
 
 	// nextBy is the first delivery after t by a node other than not ("":
 	// any node) and the nodes stopped at t, whose late deliveries after
@@ -195,15 +201,67 @@ func analyze(res *Result, jobs [][]delivery, accepted []bool, kills []*killRecor
 		res.NotMeasured = append(res.NotMeasured, "stop_failover_ms, stale_after_cont (no stop)")
 	}
 
-	if len(restarts) > 0 {
-		var resume []time.Duration
-		for _, rs := range restarts {
-			if next, ok := nextBy(nil, "", rs.done); ok {
-				resume = append(resume, next.Sub(rs.done))
+	if len(dbFaults) > 0 {
+		var resume, gaps []time.Duration
+		for _, f := range dbFaults {
+			if f.failed {
+				res.DBFaultErrors++
+			}
+			if next, ok := nextBy(nil, "", f.done); ok {
+				resume = append(resume, next.Sub(f.done))
+			}
+			gaps = append(gaps, longestGap(jobs, f.at, f.done.Add(DBGapAfter)))
+		}
+		res.DBResumeMS, res.DBGapMS = spread(resume), spread(gaps)
+	} else {
+		res.NotMeasured = append(res.NotMeasured, "db_resume_ms, db_gap_ms (no database fault)")
+	}
+}
+
+// longestGap returns the longest time without a delivery between from and
+// to, to cut at the run's last delivery (after which the queue was
+// drained, not stalled).
+func longestGap(jobs [][]delivery, from, to time.Time) time.Duration {
+	var last time.Time
+	var in []time.Time
+	for _, ds := range jobs {
+		for _, d := range ds {
+			if d.at.After(last) {
+				last = d.at
+			}
+			if d.at.After(from) && d.at.Before(to) {
+				in = append(in, d.at)
 			}
 		}
-		res.DBResumeMS = spread(resume)
-	} else {
-		res.NotMeasured = append(res.NotMeasured, "db_resume_ms (no database restart)")
+	}
+	if last.Before(to) {
+		to = last
+	}
+	if !to.After(from) {
+		return 0
+	}
+	slices.SortFunc(in, time.Time.Compare)
+	gap, prev := time.Duration(0), from
+	for _, t := range append(in, to) {
+		gap = max(gap, t.Sub(prev))
+		prev = t
+	}
+	return gap
+}
+
+// checkIDs compares, for each accepted job delivered at least once, the id
+// its enqueue was answered with the id each of its deliveries carried.
+func checkIDs(res *Result, jobs [][]delivery, accepted []bool, answered []int64) {
+	for seq, ds := range jobs {
+		if !accepted[seq] || len(ds) == 0 {
+			continue
+		}
+		res.IDsChecked++
+		if slices.ContainsFunc(ds, func(d delivery) bool { return d.id != answered[seq] }) {
+			res.IDMismatches++
+			if len(res.IDMismatchSeqs) < 20 {
+				res.IDMismatchSeqs = append(res.IDMismatchSeqs, seq)
+			}
+		}
 	}
 }

@@ -102,7 +102,59 @@ func TestAnalyze_NamesWhatWasNotMeasured(t *testing.T) {
 		t.Errorf("failover measured without a kill: %+v", res)
 	}
 	if len(res.NotMeasured) != 3 {
-		t.Errorf("not_measured = %q, want kills, stops and restarts named", res.NotMeasured)
+		t.Errorf("not_measured = %q, want kills, stops and database faults named", res.NotMeasured)
+	}
+}
+
+// TestAnalyze_DBGap: per database fault, the longest time without a
+// delivery from its start to DBGapAfter after its end, cut at the run's
+// last delivery; db_resume_ms from its end to the next delivery.
+func TestAnalyze_DBGap(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ok := func(ms int) delivery { return delivery{at: at(ms), end: at(ms), by: "a", outcome: success} }
+	jobs := [][]delivery{{ok(500)}, {ok(1200)}, {ok(4200)}, {ok(4300)}, {ok(6000), ok(8000)}, {ok(10000)}, {ok(12000)}, {ok(14500)},
+		{ok(30000)}, {ok(31000)}, {ok(33000)}}
+	accepted := slices.Repeat([]bool{true}, len(jobs))
+	faults := []*dbFaultRecord{
+		{at: at(1000), done: at(4000)},                 // 1200 → 4200: 3000
+		{at: at(20000), done: at(21000), failed: true}, // 20000 → 30000 (the window ends at 31000): 10000
+		{at: at(32000), done: at(32500)},               // 32000 → 33000, cut at the last delivery
+	}
+	var res Result
+	analyze(&res, jobs, accepted, nil, nil, faults)
+	if res.DBGapMS == nil || !slices.Equal(res.DBGapMS.Each, []int64{3000, 10000, 1000}) {
+		t.Errorf("db_gap_ms = %+v, want each [3000 10000 1000]", res.DBGapMS)
+	}
+	if res.DBResumeMS == nil || !slices.Equal(res.DBResumeMS.Each, []int64{200, 9000, 500}) {
+		t.Errorf("db_resume_ms = %+v, want each [200 9000 500]", res.DBResumeMS)
+	}
+	if res.DBFaults != 3 || res.DBFaultErrors != 1 {
+		t.Errorf("db_faults %d, db_fault_errors %d; want 3, 1", res.DBFaults, res.DBFaultErrors)
+	}
+}
+
+// TestCheckIDs: an accepted job is a mismatch when a delivery carried
+// another id than the one its enqueue was answered; jobs not accepted or
+// never delivered are not checked.
+func TestCheckIDs(t *testing.T) {
+	t.Parallel()
+	d := func(id int64) delivery { return delivery{id: id, outcome: success} }
+	jobs := [][]delivery{
+		{d(10)},        // matches
+		{d(11), d(11)}, // delivered twice, same id
+		{d(99)},        // another id: the id of another job's row
+		{d(13), d(98)}, // once right, once under another id
+		{},             // never delivered
+		{d(77)},        // not accepted: no id answered
+	}
+	accepted := []bool{true, true, true, true, true, false}
+	answered := []int64{10, 11, 12, 13, 14, 0}
+	var res Result
+	checkIDs(&res, jobs, accepted, answered)
+	if res.IDsChecked != 4 || res.IDMismatches != 2 || !slices.Equal(res.IDMismatchSeqs, []int{2, 3}) {
+		t.Errorf("ids_checked %d, id_mismatches %d %v; want 4, 2 [2 3]", res.IDsChecked, res.IDMismatches, res.IDMismatchSeqs)
 	}
 }
 
@@ -165,9 +217,18 @@ func TestResult_Failed(t *testing.T) {
 	bad := ok
 	bad.Lock = &LockResult{TokensNotIncreasing: 1}
 	bad.RefusedWithoutRetryAfter = 2
+	bad.IDMismatches = 3
+	bad.Reaps = &ReapResult{Killed: 5, CutOff: 1, Live: 4}
 	err := bad.Failed()
-	if err == nil || !strings.Contains(err.Error(), "fencing tokens") || !strings.Contains(err.Error(), "2 enqueues refused without Retry-After") {
-		t.Errorf("Failed = %v, want the token and the Retry-After failures named", err)
+	for _, want := range []string{"fencing tokens", "2 enqueues refused without Retry-After", "3 jobs delivered under another id", "4 reaps of a live node"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Failed = %v, want %q named", err, want)
+		}
+	}
+	fine := ok
+	fine.Reaps = &ReapResult{Killed: 5, Stopped: 1, CutOff: 2}
+	if err := fine.Failed(); err != nil {
+		t.Errorf("Failed of a run whose reaps were all of gone nodes = %v", err)
 	}
 }
 
@@ -209,5 +270,30 @@ func TestValidate_Keys(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("Validate with %d keys, limit %d = %v, want an error naming %s", c.keys, c.limit, err, c.want)
 		}
+	}
+}
+
+// TestValidate_NodeDatabaseURLs: a node's URL must be a database of the
+// run's kind; the error names the flag.
+func TestValidate_NodeDatabaseURLs(t *testing.T) {
+	o := Options{Exe: "rowq", DatabaseURL: "mysql://root@h1/db", Nodes: 3, Rate: 100, Duration: time.Minute,
+		MaxWorkers: 10, Faults: []string{FaultKill}, Every: 4 * time.Second, JobTimeout: time.Second}
+	for _, c := range []struct {
+		urls []string
+		ok   bool
+	}{
+		{[]string{"mysql://root@h1/db", "mysql://root@h2/db"}, true},
+		{[]string{"mysql://root@h1/db", "postgres://h2/db"}, false},
+		{[]string{"h2:3306/db"}, false},
+	} {
+		o.NodeDatabaseURLs = c.urls
+		err := o.Validate()
+		if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "node-database-url:")) {
+			t.Errorf("Validate with node URLs %q = %v, want ok %v", c.urls, err, c.ok)
+		}
+	}
+	o.DatabaseURL, o.NodeDatabaseURLs = "postgresql://h1/db", []string{"postgres://h2/db"}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate with postgresql:// and postgres:// = %v, want nil", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -23,6 +24,7 @@ const (
 type delivery struct {
 	at, end time.Time // arrival; answer (or cut); end is zero while open
 	by      string    // User-Agent: the delivering node's id
+	id      int64     // Rowq-Job-Id: the job's id as the node read it
 	outcome outcome
 }
 
@@ -31,7 +33,8 @@ type delivery struct {
 var workerFaults = []string{"hang", "garbage", "http500", "slow", "reset"}
 
 // worker is the checking worker: it records every delivery of the load's
-// jobs (payload {"seq": n}) with the node that made it, and misbehaves on
+// jobs (payload {"seq": n}) with the node that made it and the job id it
+// carried, and misbehaves on
 // every third delivery while a worker fault lasts. Deliveries of the
 // schedule's jobs (path /tick) are counted apart.
 type worker struct {
@@ -96,7 +99,8 @@ func (w *worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		io.WriteString(rw, `{"status":"permanent-failure","message":"not a chaos job"}`)
 		return
 	}
-	d := &delivery{at: now, by: r.UserAgent()}
+	id, _ := strconv.ParseInt(r.Header.Get("Rowq-Job-Id"), 10, 64)
+	d := &delivery{at: now, by: r.UserAgent(), id: id}
 	if w.keepFirsts && len(w.jobs[*p.Seq]) == 0 {
 		w.firsts = append(w.firsts, firstDelivery{seq: *p.Seq, at: now})
 	}

@@ -22,10 +22,14 @@ func chaosCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rowq chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o chaos.Options
-	faults := fs.String("faults", "kill", "faults taking turns, comma-separated: kill, stop, worker, db-restart; \"\" for none")
+	faults := fs.String("faults", "kill", "faults taking turns, comma-separated: kill, stop, worker, db (db-restart: its older name); \"\" for none")
 	dir := fs.String("dir", "", "keep node logs (and the default SQLite file) here; default: a temporary directory, removed unless the run failed")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	fs.StringVar(&o.DatabaseURL, "database-url", "", "the nodes' database (default: a fresh SQLite file in --dir); use a fresh database")
+	fs.StringVar(&o.DatabaseURL, "database-url", "", "the nodes' database, and the one the run reads (default: the first --node-database-url, else a fresh SQLite file in --dir); use a fresh database")
+	fs.Func("node-database-url", "a node's own database URL, repeatable: node i uses the i-th, cycling if fewer, and a replacement its victim's (e.g. one Galera member each); default: --database-url for all", func(s string) error {
+		o.NodeDatabaseURLs = append(o.NodeDatabaseURLs, s)
+		return nil
+	})
 	fs.IntVar(&o.Nodes, "nodes", 3, "rowq serve processes kept up")
 	fs.Float64Var(&o.Rate, "rate", 300, "jobs per second offered, spread over the nodes (POST /job)")
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long the load and the faults last")
@@ -35,8 +39,9 @@ func chaosCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Every, "every", 4*time.Second, "one fault this often")
 	fs.DurationVar(&o.StopFor, "stop-for", 5*time.Second, "how long a stop fault keeps the leader SIGSTOPped")
 	fs.DurationVar(&o.WorkerFaultFor, "worker-fault-for", 2*time.Second, "how long a worker fault lasts (every third delivery: hang past the timeout, garbage, 500, slow, reset)")
-	fs.StringVar(&o.DBRestartCmd, "db-restart-cmd", "", "shell command that restarts the database, for the db-restart fault")
-	fs.DurationVar(&o.NodeTTL, "node-ttl", 3*time.Second, "the nodes' --node-ttl")
+	fs.StringVar(&o.DBFaultCmd, "db-fault-cmd", "", "shell command run by sh -c for the db fault, ending when the fault is over (e.g. 'scripts/galera.sh kill 3; sleep 5; scripts/galera.sh restart 3', 'scripts/pg-ha.sh failover')")
+	fs.StringVar(&o.DBFaultCmd, "db-restart-cmd", "", "the older name of --db-fault-cmd")
+	fs.DurationVar(&o.NodeTTL, "node-ttl", 3*time.Second, "the nodes' --node-ttl; 0: the server's default")
 	fs.DurationVar(&o.GrabLease, "grab-lease", 5*time.Second, "the nodes' --grab-lease")
 	fs.DurationVar(&o.RefreshInterval, "refresh-interval", 500*time.Millisecond, "the nodes' --config-refresh-interval")
 	fs.DurationVar(&o.RescueInterval, "rescue-interval", time.Second, "the nodes' --rescue-interval")
@@ -51,14 +56,18 @@ func chaosCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: rowq chaos [flags]
 
-Starts --nodes rowq serve processes on one database, offers --rate jobs/s
-through all of them to a checking worker for --duration, injects one fault
-every --every, waits for the queue to drain and prints one JSON line:
-accepted, delivered, lost, duplicates, in_flight_at_kills, failover_ms,
-redelivery_ms, lock and schedule checks, and with --sample a soak's samples
-(docs/reliability.md). Exits 1 when a job was lost, an enqueue refused
-without Retry-After, a lock held twice or its token not increasing, or a
-schedule tick lost or doubled.
+Starts --nodes rowq serve processes on one database (or each on its own
+--node-database-url), offers --rate jobs/s through all of them to a
+checking worker for --duration, injects one fault every --every (kill,
+stop, worker, or db: --db-fault-cmd), waits for the queue to drain and
+prints one JSON line: accepted, delivered, lost, duplicates,
+id_mismatches, in_flight_at_kills, failover_ms, redelivery_ms,
+db_resume_ms, db_gap_ms, reaps (killed, stopped, cut_off, live), lock and
+schedule checks, and with --sample a soak's samples (docs/reliability.md).
+Exits 1 when a job was lost or delivered under another id than the one
+answered, a live node was reaped, an enqueue refused without Retry-After,
+a lock held twice or its token not increasing, or a schedule tick lost or
+doubled.
 
 Flags:
 `)
@@ -80,6 +89,9 @@ Flags:
 		return fmt.Errorf("find the rowq executable: %w", err)
 	}
 	o.Exe = exe
+	if o.DatabaseURL == "" && len(o.NodeDatabaseURLs) > 0 {
+		o.DatabaseURL = o.NodeDatabaseURLs[0]
+	}
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = "sqlite://" // checked by Validate; the file is made below
 	}
