@@ -146,10 +146,27 @@ start() {
 	url
 }
 
+# recovered N: the position member N's data reached (uuid:seqno), as
+# --wsrep-recover finds it in the InnoDB logs. After a SIGKILL the state file
+# says -1; started without it the member would ask for a full copy (SST),
+# which with rsync blocks writes on the member it copies from.
+recovered() {
+	local n=$1 log
+	log=$(mdir "$n")/recover.log
+	/usr/sbin/mariadbd --defaults-file="$(mdir "$n")/my.cnf" --wsrep-recover --log-error="$log" >/dev/null 2>&1 || true
+	sed -n 's/.*WSREP: Recovered position: *\([^ ]*\).*/\1/p' "$log" | tail -1
+}
+
 restart() {
-	local n=$1
+	local n=$1 pos
 	alive "$n" && { say "member $n is running"; return 0; }
-	launch "$n"
+	config "$n"
+	pos=$(recovered "$n")
+	if [ -n "$pos" ]; then
+		launch "$n" --wsrep-start-position="$pos"
+	else
+		launch "$n"
+	fi
 	wait_for 120 "member $n rejoined" ready "$n"
 }
 

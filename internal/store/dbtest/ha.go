@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,8 +27,10 @@ import (
 // ROWQ_PGHA_PORT, ROWQ_PGHA_DIR), so that several clusters can run side by
 // side.
 //
-// Tests that kill or fail over members change the cluster every other test
-// of the run shares: they take Lock for as long as they do.
+// A test that kills or fails over members changes the cluster for every
+// other test of the run, so a test has a cluster to itself: StartGalera and
+// StartPGHA hold the cluster's lock (Lock) until the test ends. A test asks
+// once; its subtests use what it was given.
 
 // Galera is a running three-member Galera cluster.
 type Galera struct {
@@ -38,6 +41,7 @@ type Galera struct {
 // StartGalera starts the Galera cluster if it is not running.
 func StartGalera(t testing.TB) *Galera {
 	t.Helper()
+	Lock(t, "galera")
 	urls := haScript(t, "galera.sh", "start")
 	g := &Galera{URL: lastLine(urls)}
 	for n := 1; n <= 3; n++ {
@@ -93,6 +97,11 @@ func dropAnywhere(members []string, name string) {
 // not take: it names several hosts) by /name.
 func renameDB(u, name string) string { return strings.Replace(u, "/test", "/"+name, 1) }
 
+// Shell returns a shell command that runs scripts/galera.sh with args on
+// this cluster, whatever the environment of the shell: for a chaos run's
+// database fault.
+func (g *Galera) Shell(t testing.TB, args string) string { return shell(t, "galera.sh", args) }
+
 // Kill SIGKILLs member n (1-3).
 func (g *Galera) Kill(t testing.TB, n int) {
 	t.Helper()
@@ -114,6 +123,7 @@ type PGHA struct {
 // pair to that mode.
 func StartPGHA(t testing.TB, mode string) *PGHA {
 	t.Helper()
+	Lock(t, "pg-ha")
 	return &PGHA{URL: lastLine(haScript(t, "pg-ha.sh", "start", mode))}
 }
 
@@ -152,20 +162,57 @@ func (p *PGHA) Database(t testing.TB) *PGHA {
 	return db
 }
 
+// Shell returns a shell command that runs scripts/pg-ha.sh with args on
+// this pair, whatever the environment of the shell.
+func (p *PGHA) Shell(t testing.TB, args string) string { return shell(t, "pg-ha.sh", args) }
+
 // Failover stops the primary at once and promotes the standby.
 func (p *PGHA) Failover(t testing.TB) { t.Helper(); haScript(t, "pg-ha.sh", "failover") }
 
 // Rejoin makes the stopped server a standby of the primary again.
 func (p *PGHA) Rejoin(t testing.TB, mode string) { t.Helper(); haScript(t, "pg-ha.sh", "rejoin", mode) }
 
-// Lock holds an exclusive lock named name across the test binaries of a run
-// until the test ends: tests that kill or fail over a cluster's members take
-// it, so that no two of them change one cluster at once.
+// Lock holds an exclusive lock named name, across the tests of this binary
+// and the test binaries of a run, until the test ends. A test that holds it
+// already does not wait for itself.
 func Lock(t testing.TB, name string) {
 	t.Helper()
+	locks.Lock()
+	l := locks.of[name]
+	if l == nil {
+		l = &procLock{}
+		locks.of[name] = l
+	}
+	mine := l.holder == t
+	locks.Unlock()
+	if mine {
+		return
+	}
+	l.mu.Lock()
 	f := lockFile(t, name)
-	t.Cleanup(func() { f.Close() })
+	locks.Lock()
+	l.holder = t
+	locks.Unlock()
+	t.Cleanup(func() {
+		locks.Lock()
+		l.holder = nil
+		locks.Unlock()
+		f.Close()
+		l.mu.Unlock()
+	})
 }
+
+// procLock is a Lock within this process: the flock of lockFile does not
+// keep two tests of one process apart.
+type procLock struct {
+	mu     sync.Mutex
+	holder testing.TB // guarded by locks
+}
+
+var locks = struct {
+	sync.Mutex
+	of map[string]*procLock
+}{of: map[string]*procLock{}}
 
 func lockFile(t testing.TB, name string) *os.File {
 	t.Helper()
@@ -197,6 +244,18 @@ func haScript(t testing.TB, name string, args ...string) string {
 		t.Fatalf("scripts/%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
+}
+
+// shell returns a shell command that runs scripts/NAME with args, and with
+// the scripts' variables of this environment.
+func shell(t testing.TB, name, args string) string {
+	var env []string
+	for _, v := range []string{"ROWQ_GALERA_PORT", "ROWQ_GALERA_GPORT", "ROWQ_GALERA_DIR", "ROWQ_PGHA_PORT", "ROWQ_PGHA_DIR"} {
+		if x, ok := os.LookupEnv(v); ok {
+			env = append(env, v+"="+strconv.Quote(x))
+		}
+	}
+	return strings.TrimSpace(strings.Join(env, " ") + " " + filepath.Join(repoRoot(t), "scripts", name) + " " + args)
 }
 
 func lastLine(s string) string {
