@@ -9,7 +9,9 @@
 # It also turns TLS on in PostgreSQL if it is off, adds a role, rowq_tls,
 # that pg_hba.conf lets in over TLS only (ROWQ_TEST_POSTGRES_TLS_URL), and
 # installs Chromium for the dashboard's browser tests (or set
-# ROWQ_TEST_CHROMIUM to a browser binary).
+# ROWQ_TEST_CHROMIUM to a browser binary). Last it starts the HA clusters of
+# scripts/galera.sh and scripts/pg-ha.sh (their own ports: 3311-3313,
+# 5441-5442) and runs the tests with the tag ha.
 #
 # Point at other servers with ROWQ_TEST_MYSQL_URL / ROWQ_TEST_POSTGRES_URL /
 # ROWQ_TEST_POSTGRES_TLS_URL (then nothing is installed or started). Extra
@@ -149,5 +151,14 @@ if [ -z "${ROWQ_TEST_POSTGRES_TLS_URL:-}" ]; then
     || die "PostgreSQL does not let rowq_tls in over TLS ($ROWQ_TEST_POSTGRES_TLS_URL)"
 fi
 
-say "go test -race ./... (MariaDB, PostgreSQL and SQLite)"
-exec go test -race -count=1 -timeout 15m "$@" ./...
+# --- HA clusters --------------------------------------------------------------
+# A three-member Galera cluster (installs galera-4 and rsync if missing) and
+# a PostgreSQL primary with a synchronous standby, on their own ports, for
+# the tests built with the tag ha (docs/ha.md). Each start reuses a cluster
+# that is whole and makes a fresh one otherwise.
+say "starting the Galera cluster (scripts/galera.sh) and the PostgreSQL pair (scripts/pg-ha.sh)"
+scripts/galera.sh start >/dev/null || die "could not start the Galera cluster (scripts/galera.sh)"
+scripts/pg-ha.sh start sync >/dev/null || die "could not start the PostgreSQL pair (scripts/pg-ha.sh)"
+
+say "go test -race -tags ha ./... (MariaDB, PostgreSQL, SQLite, Galera, PostgreSQL failover)"
+exec go test -race -count=1 -timeout 20m -tags ha "$@" ./...
