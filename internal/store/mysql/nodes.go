@@ -151,56 +151,52 @@ func discard(conn *sql.Conn) {
 // no connection holds. Each delete checks the lock again, so a node that
 // took its lock back after the look is kept.
 func (s *Store) NodesReap(ctx context.Context) ([]string, error) {
-	var dead []string
-	err := retry(ctx, func() (err error) {
-		dead, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, `/* rowq:nodes.reap_find */
-			SELECT id FROM nodes WHERE has_session AND IS_USED_LOCK(`+nodeLock("id")+`) IS NULL`)
-		return err
-	})
+	dead, err := s.reap(ctx, `/* rowq:nodes.reap_find */
+		SELECT id FROM nodes WHERE has_session AND IS_USED_LOCK(`+nodeLock("id")+`) IS NULL`, `/* rowq:nodes.reap */
+		DELETE FROM nodes WHERE id = ? AND has_session AND IS_USED_LOCK(`+nodeLock("?")+`) IS NULL`, 2)
 	if err != nil {
-		return nil, fmt.Errorf("reap nodes: %w", mapErr(err))
+		return dead, fmt.Errorf("reap nodes: %w", err)
 	}
-	reaped := dead[:0]
-	for _, id := range dead {
-		var n int64
-		err := retry(ctx, func() (err error) {
-			n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:nodes.reap */
-				DELETE FROM nodes WHERE id = ? AND has_session AND IS_USED_LOCK(`+nodeLock("?")+`) IS NULL`, id, id))
-			return err
-		})
-		if err != nil {
-			return reaped, fmt.Errorf("reap node %q: %w", id, mapErr(err))
-		}
-		if n == 1 {
-			reaped = append(reaped, id)
-		}
-	}
-	return reaped, nil
+	return dead, nil
 }
 
 // NodesReapExpired deletes the rows of nodes whose registration expired.
 // Each delete checks the expiry again, so a node that renewed after the
 // look is kept.
 func (s *Store) NodesReapExpired(ctx context.Context) ([]string, error) {
+	dead, err := s.reap(ctx, `/* rowq:nodes.reap_expired_find */ SELECT id FROM nodes WHERE expires_at < NOW(6)`,
+		`/* rowq:nodes.reap_expired */ DELETE FROM nodes WHERE id = ? AND expires_at < NOW(6)`, 1)
+	if err != nil {
+		return dead, fmt.Errorf("reap expired nodes: %w", err)
+	}
+	return dead, nil
+}
+
+// reap selects the ids of dead nodes with find, then deletes each with del,
+// which takes the id idArgs times and checks again that it is dead, and
+// returns the ids it deleted.
+func (s *Store) reap(ctx context.Context, find, del string, idArgs int) ([]string, error) {
 	var dead []string
 	err := retry(ctx, func() (err error) {
-		dead, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, `/* rowq:nodes.reap_expired_find */
-			SELECT id FROM nodes WHERE expires_at < NOW(6)`)
+		dead, err = sqldb.QueryAll(ctx, s.db, sqldb.ScanString, find)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reap expired nodes: %w", mapErr(err))
+		return nil, mapErr(err)
 	}
 	reaped := dead[:0]
 	for _, id := range dead {
+		args := make([]any, idArgs)
+		for i := range args {
+			args[i] = id
+		}
 		var n int64
 		err := retry(ctx, func() (err error) {
-			n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:nodes.reap_expired */
-				DELETE FROM nodes WHERE id = ? AND expires_at < NOW(6)`, id))
+			n, err = sqldb.Affected(s.db.ExecContext(ctx, del, args...))
 			return err
 		})
 		if err != nil {
-			return reaped, fmt.Errorf("reap node %q: %w", id, mapErr(err))
+			return reaped, fmt.Errorf("node %q: %w", id, mapErr(err))
 		}
 		if n == 1 {
 			reaped = append(reaped, id)
