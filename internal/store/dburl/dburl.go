@@ -54,6 +54,10 @@ func Parse(s, defaultPort string) (*URL, error) {
 	}
 	u, err := url.Parse(scheme + "://" + userinfo + hosts[0] + tail)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
 		return nil, err
 	}
 	return &URL{URL: u, Hosts: hosts, raw: raw}, nil
