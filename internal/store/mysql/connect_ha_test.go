@@ -37,7 +37,29 @@ func setupGalera(t *testing.T) *galeraSetup {
 		}
 		b.ports = append(b.ports, u.Port())
 	}
+	// The database was created through member 1; the others apply the
+	// CREATE DATABASE a little later.
+	for n := range g.Members {
+		b.waitDatabase(t, n+1)
+	}
 	return b
+}
+
+// waitDatabase waits until member n has the test's database.
+func (b *galeraSetup) waitDatabase(t *testing.T, n int) {
+	t.Helper()
+	s, err := mysql.OpenURL(b.g.Members[n-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	deadline := time.Now().Add(time.Minute)
+	for err = s.Ping(t.Context()); err != nil; err = s.Ping(t.Context()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d has not the test database after a minute: %v", n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // open opens and migrates a store on url.
@@ -109,16 +131,19 @@ func (b *galeraSetup) waitPrimary(t *testing.T, n int) {
 	defer s.Close()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		var name, status, size string
+		var name, status, size, state string
 		err := s.DB().QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_status'").Scan(&name, &status)
 		if err == nil {
 			err = s.DB().QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &size)
 		}
-		if err == nil && status == "Primary" && size == "3" {
+		if err == nil {
+			err = s.DB().QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state)
+		}
+		if err == nil && status == "Primary" && size == "3" && state == "Synced" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("member %d not back in the primary component: %s of %s, %v", n, status, size, err)
+			t.Fatalf("member %d not back in the primary component: %s of %s, %s, %v", n, status, size, state, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
