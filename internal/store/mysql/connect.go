@@ -25,7 +25,6 @@ var serverCannotServe = map[uint16]bool{
 	1290: true, // ER_OPTION_PREVENTS_STATEMENT: --read-only, as during a failover
 	1792: true, // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 	1836: true, // ER_READ_ONLY_MODE
-	1927: true, // MariaDB ER_CONNECTION_KILLED
 }
 
 // cannotServe reports whether err is one of serverCannotServe.

@@ -31,6 +31,7 @@ func TestMapErr_ServerErrors(t *testing.T) {
 		{1205, store.ErrUnavailable}, // lock wait timeout
 		{1040, store.ErrUnavailable}, // too many connections
 		{1053, store.ErrUnavailable}, // shutdown
+		{1927, store.ErrUnavailable}, // connection killed
 		{1062, store.ErrConflict},
 		{1064, nil}, // syntax error
 		{1146, nil}, // no such table

@@ -312,13 +312,15 @@ const (
 
 // unavailable lists, beside serverCannotServe (whose connections are
 // retired, connect.go), the server errors that mean "try again later": no
-// connection left, a row that stayed locked for store.LockWait, or a
-// deadlock (a Galera certification failure too) that outlasted the
-// store's retries. None of them stored anything.
+// connection left, one connection killed (by an operator: the server may
+// be fine), a row that stayed locked for store.LockWait, or a deadlock (a
+// Galera certification failure too) that outlasted the store's retries.
+// None of them stored anything.
 var unavailable = map[uint16]bool{
 	1040: true, // ER_CON_COUNT_ERROR: too many connections
 	1205: true, // ER_LOCK_WAIT_TIMEOUT: another transaction held a row for store.LockWait
 	1213: true, // ER_LOCK_DEADLOCK, after retry gave up
+	1927: true, // MariaDB ER_CONNECTION_KILLED
 }
 
 // mapErr maps driver errors onto the store's errors. It is the only place
