@@ -19,6 +19,7 @@ import (
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/egress"
 	"github.com/rowq/rowq/internal/signing"
+	"github.com/rowq/rowq/internal/store/dburl"
 	"github.com/rowq/rowq/internal/tracing"
 )
 
@@ -292,6 +293,21 @@ func FromEnv(name string) (string, bool) { return os.LookupEnv(name) }
 // rewrites the row in place.
 const MaxNodeIDLen = 64
 
+// checkHosts checks the host list of a mysql:// or postgres:// URL, which
+// may name several hosts (h1:3306,h2:3306), and names the bad host with the
+// URL's password hidden.
+func checkHosts(databaseURL string) error {
+	scheme, _, _ := strings.Cut(databaseURL, "://")
+	port := map[string]string{"mysql": "3306", "postgres": "5432", "postgresql": "5432"}[scheme]
+	if port == "" {
+		return nil
+	}
+	if _, err := dburl.Parse(databaseURL, port); err != nil {
+		return fmt.Errorf("database-url: %w", err)
+	}
+	return nil
+}
+
 // Validate checks every field; its messages name the flag and the range.
 func (c *Config) Validate() error {
 	var errs []error
@@ -304,7 +320,10 @@ func (c *Config) Validate() error {
 	check(utf8.RuneCountInString(c.NodeID) <= MaxNodeIDLen, "node-id: at most %d characters, got %d", MaxNodeIDLen, utf8.RuneCountInString(c.NodeID))
 	// MySQL compares ids ignoring trailing spaces and drops them from CHAR.
 	check(c.NodeID == strings.TrimSpace(c.NodeID), "node-id: must not begin or end with white space, got %q", c.NodeID)
-	check(strings.Contains(c.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path, got %q", c.DatabaseURL)
+	check(strings.Contains(c.DatabaseURL, "://"), "database-url: want mysql://…, postgres://… or sqlite://path (the value is not shown: it may hold a password)")
+	if err := checkHosts(c.DatabaseURL); err != nil {
+		errs = append(errs, err)
+	}
 	check(c.QueueDefaultMaxWorkers >= 1 && c.QueueDefaultMaxWorkers <= 10000, "queue-default-max-workers: must be 1..10000, got %d", c.QueueDefaultMaxWorkers)
 	check(c.QueueDefaultPollingInterval >= 1 && c.QueueDefaultPollingInterval <= 3600000, "queue-default-polling-interval: must be 1..3600000 ms, got %d", c.QueueDefaultPollingInterval)
 	check(c.ShutdownTimeout >= 0, "shutdown-timeout: must not be negative")

@@ -69,3 +69,32 @@ func TestLoad_OTelEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestValidate_DatabaseURLHostLists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url  string
+		want string // "" for valid
+	}{
+		{"mysql://u:secret@h1:3306,h2:3306,h3:3306/rowq", ""},
+		{"postgres://u:secret@[::1]:5441,[::1]:5442/rowq?target_session_attrs=read-write", ""},
+		{"sqlite://rowq.db", ""},
+		{"mysql://u:secret@h1:3306,,h3/rowq", "database-url: empty host"},
+		{"mysql://u:secret@h1:3306,h2:99999/rowq", `database-url: host "h2:99999"`},
+		{"postgres://u:secret@::1/rowq", "database-url: host"},
+		{"mysql://u:secret@h1/rowq%zz", "database-url:"},
+		{"u:secret@tcp(h1)/rowq", "database-url: want"},
+	} {
+		c := Default()
+		c.DatabaseURL = tc.url
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.url, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", tc.url, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("%s: %v shows the password", tc.url, err)
+		}
+	}
+}

@@ -70,3 +70,9 @@ var (
 )
 
 const KeyBusySQL = keyBusySQL
+
+// MapErr maps a driver error onto the store's errors, for the table test.
+var MapErr = mapErr
+
+// DSNsFromURL returns the DSN of each host of a URL.
+var DSNsFromURL = dsnsFromURL

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -35,6 +34,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dburl"
 	"github.com/rowq/rowq/internal/store/migrate"
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
@@ -62,11 +62,33 @@ var _ store.Store = (*Store)(nil)
 // mode, matched-rows counts, READ COMMITTED) whatever the DSN says, bounds
 // row lock waits to store.LockWait unless the DSN sets
 // innodb_lock_wait_timeout, and does not connect: the first query does.
-func Open(dsn string) (*Store, error) {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open mysql: %w", err)
+func Open(dsn string) (*Store, error) { return open([]string{dsn}) }
+
+// open opens a pool on the DSNs of the hosts of one URL (connector).
+func open(dsns []string) (*Store, error) {
+	var hosts []driver.Connector
+	var addrs []string
+	for _, dsn := range dsns {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open mysql: %w", err)
+		}
+		forceSettings(cfg)
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open mysql: %w", err)
+		}
+		hosts, addrs = append(hosts, conn), append(addrs, cfg.Addr)
 	}
+	db := sql.OpenDB(newConnector(hosts, addrs))
+	db.SetMaxOpenConns(48)
+	db.SetMaxIdleConns(48)
+	db.SetConnMaxLifetime(3 * time.Minute)
+	return &Store{db: db}, nil
+}
+
+// forceSettings sets on cfg what Open promises.
+func forceSettings(cfg *mysql.Config) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	// Affected rows count matched rows, so a compare-and-set that writes
@@ -82,26 +104,24 @@ func Open(dsn string) (*Store, error) {
 	if _, ok := cfg.Params["innodb_lock_wait_timeout"]; !ok {
 		cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(int(store.LockWait / time.Second))
 	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open mysql: %w", err)
-	}
-	db := sql.OpenDB(connector{conn})
-	db.SetMaxOpenConns(48)
-	db.SetMaxIdleConns(48)
-	db.SetConnMaxLifetime(3 * time.Minute)
-	return &Store{db: db}, nil
 }
 
 // OpenURL opens a pool on a mysql://user:pass@host:3306/db?params URL
-// (see DSNFromURL), as Open does.
+// (see DSNFromURL), as Open does. The URL may name several hosts,
+// mysql://user:pass@h1:3306,h2:3306/db: the pool then uses the first one
+// that is ready for writes and moves to the next when it fails (connector).
 func OpenURL(databaseURL string) (*Store, error) {
-	dsn, err := DSNFromURL(databaseURL)
+	dsns, err := dsnsFromURL(databaseURL)
 	if err != nil {
 		return nil, err
 	}
-	return Open(dsn)
+	return open(dsns)
 }
+
+// multiHostTimeout bounds the dial to each host of a URL that names
+// several, unless the URL sets timeout: a host that does not answer must
+// not hold the move to the next one for the system's TCP timeout.
+const multiHostTimeout = "5s"
 
 // DSNFromURL turns mysql://user:pass@host:port/db?params into the
 // go-sql-driver DSN user:pass@tcp(host:port)/db?params; the port defaults
@@ -109,11 +129,27 @@ func OpenURL(databaseURL string) (*Store, error) {
 // server against the system's certificate authorities), but for
 // tls-ca=FILE: the server's certificate must then be signed by a CA of
 // that PEM file and name the host, through a TLS configuration registered
-// with the driver.
+// with the driver. A URL naming several hosts has no one DSN: OpenURL
+// takes it.
 func DSNFromURL(databaseURL string) (string, error) {
-	u, err := url.Parse(databaseURL)
+	dsns, err := dsnsFromURL(databaseURL)
 	if err != nil {
-		return "", fmt.Errorf("database URL: %w", err)
+		return "", err
+	}
+	if len(dsns) > 1 {
+		return "", fmt.Errorf("database URL %q: names %d hosts, not one", redacted(databaseURL), len(dsns))
+	}
+	return dsns[0], nil
+}
+
+// dsnsFromURL returns the DSN of each host of the URL, in its order.
+func dsnsFromURL(databaseURL string) ([]string, error) {
+	u, err := dburl.Parse(databaseURL, "3306")
+	if err != nil {
+		return nil, fmt.Errorf("database URL %q: %w", redacted(databaseURL), err)
+	}
+	if u.Scheme != "mysql" {
+		return nil, fmt.Errorf("database URL %q: want scheme mysql", u.Redacted())
 	}
 	cfg := mysql.NewConfig()
 	if u.User != nil {
@@ -121,33 +157,47 @@ func DSNFromURL(databaseURL string) (string, error) {
 		cfg.Passwd, _ = u.User.Password()
 	}
 	cfg.Net = "tcp"
-	cfg.Addr = u.Host
-	if u.Port() == "" && u.Host != "" {
-		cfg.Addr = u.Host + ":3306"
-	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	if cfg.DBName == "" {
-		return "", fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", u.Redacted())
+		return nil, fmt.Errorf("database URL %q: name the database, as in mysql://root@127.0.0.1:3306/rowq", u.Redacted())
 	}
-	dsn := cfg.FormatDSN()
 	query := u.RawQuery
-	if q := u.Query(); q.Has("tls-ca") {
+	q := u.Query()
+	if q.Has("tls-ca") {
 		name, err := registerCA(q.Get("tls-ca"), q.Get("tls"))
 		if err != nil {
-			return "", fmt.Errorf("database URL %q: %w", u.Redacted(), err)
+			return nil, fmt.Errorf("database URL %q: %w", u.Redacted(), err)
 		}
 		q.Del("tls-ca")
 		q.Set("tls", name)
 		query = q.Encode()
 	}
-	if query != "" {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		dsn += sep + query
+	if len(u.Hosts) > 1 && !q.Has("timeout") {
+		q.Set("timeout", multiHostTimeout)
+		query = q.Encode()
 	}
-	return dsn, nil
+	var dsns []string
+	for _, host := range u.Hosts {
+		cfg.Addr = host
+		dsn := cfg.FormatDSN()
+		if query != "" {
+			sep := "?"
+			if strings.Contains(dsn, "?") {
+				sep = "&"
+			}
+			dsn += sep + query
+		}
+		dsns = append(dsns, dsn)
+	}
+	return dsns, nil
+}
+
+// redacted is the URL s with its password hidden, for an error about it.
+func redacted(s string) string {
+	if r, ok := dburl.Redact(s); ok {
+		return r
+	}
+	return "(not a URL)"
 }
 
 // registerCA registers with the driver a TLS configuration that trusts the
@@ -173,24 +223,6 @@ func registerCA(caFile, tlsParam string) (string, error) {
 		return "", fmt.Errorf("tls-ca: %w", err)
 	}
 	return name, nil
-}
-
-// connector sets the isolation level on each new connection: no session
-// variable names it on both servers (transaction_isolation on MySQL 8,
-// tx_isolation on MariaDB before 11.1), so the DSN cannot.
-type connector struct{ driver.Connector }
-
-func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	_, err = conn.(driver.ExecerContext).ExecContext(ctx, "/* rowq:connect */ SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
 }
 
 // Dialect returns "mysql".
@@ -278,15 +310,16 @@ const (
 	errLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
 )
 
-// unavailable lists server errors that mean "try again later": the server
-// cannot take work now, whatever the statement, or a row it needs stayed
-// locked for store.LockWait.
+// unavailable lists, beside serverCannotServe (whose connections are
+// retired, connect.go), the server errors that mean "try again later": no
+// connection left, one connection killed (by an operator: the server may
+// be fine), a row that stayed locked for store.LockWait, or a deadlock (a
+// Galera certification failure too) that outlasted the store's retries.
+// None of them stored anything.
 var unavailable = map[uint16]bool{
 	1040: true, // ER_CON_COUNT_ERROR: too many connections
-	1053: true, // ER_SERVER_SHUTDOWN
 	1205: true, // ER_LOCK_WAIT_TIMEOUT: another transaction held a row for store.LockWait
-	1290: true, // ER_OPTION_PREVENTS_STATEMENT: --read-only, as during a failover
-	1836: true, // ER_READ_ONLY_MODE
+	1213: true, // ER_LOCK_DEADLOCK, after retry gave up
 	1927: true, // MariaDB ER_CONNECTION_KILLED
 }
 
@@ -299,12 +332,15 @@ func mapErr(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
+	if errors.Is(err, store.ErrUnavailable) { // connector: no host ready
+		return err
+	}
 	var me *mysql.MySQLError
 	var ne net.Error
 	switch {
 	case errors.As(err, &me) && me.Number == errDupEntry:
 		return fmt.Errorf("%w: %w", store.ErrConflict, err)
-	case errors.As(err, &me) && unavailable[me.Number],
+	case errors.As(err, &me) && (unavailable[me.Number] || serverCannotServe[me.Number]),
 		errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, mysql.ErrInvalidConn),
 		errors.As(err, &ne):

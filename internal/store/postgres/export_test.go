@@ -42,3 +42,6 @@ const OutboxReadSQL = outboxReadSQL
 var GrabKeys = grabKeys
 
 const KeyHeadsSQL = keyHeadsSQL
+
+// MapErr maps a driver error onto the store's errors, for the table test.
+var MapErr = mapErr

@@ -79,15 +79,21 @@ type nodeSession struct {
 
 // Check runs a trivial statement on the session's connection: an advisory
 // lock taken at session level lasts as long as the session, so a
-// connection that answers still holds it.
+// connection that answers still holds it. It reads whether the server is
+// read-only: a lock held on a standby, or on a primary fenced read-only
+// before a failover, is no lock the other nodes see.
 func (n *nodeSession) Check(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.conn == nil {
 		return fmt.Errorf("check session of node %q: closed", n.id)
 	}
-	if _, err := n.conn.Exec(ctx, `/* rowq:nodes.session_check */ SELECT 1`); err != nil {
+	tag, err := n.conn.Exec(ctx, `/* rowq:nodes.session_check */ SELECT 1 WHERE current_setting('transaction_read_only') = 'off'`)
+	if err != nil {
 		return fmt.Errorf("check session of node %q: %w", n.id, mapErr(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("check session of node %q: %w", n.id, errReadOnly)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +53,14 @@ var _ store.Store = (*Store)(nil)
 // URL. It does not connect until the first operation, and does not migrate.
 // Each connection waits store.LockWait at most for a lock, unless the URL
 // sets lock_timeout.
+//
+// The URL may name several hosts, as pgx takes them
+// (postgres://…@h1:5432,h2:5432/db?target_session_attrs=read-write). Either
+// way, a connection that reaches a read-only server (a standby, or a
+// primary made read-only) is refused, and a statement answered 25006
+// (read-only transaction) closes the pool's connections: after a failover,
+// the pool reconnects to the primary instead of keeping connections to the
+// old one.
 func Open(url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -60,19 +69,62 @@ func Open(url string) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = maxConns
 	}
+	setTimeout := false
 	if _, ok := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !ok {
 		// Set after connecting, not as a startup parameter, which
 		// connection poolers such as PgBouncer refuse.
-		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-			_, err := conn.Exec(ctx, `/* rowq:connect */ SELECT set_config('lock_timeout', $1, false)`, lockTimeout)
-			return err
-		}
+		setTimeout = true
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error { return afterConnect(ctx, conn, setTimeout) }
+	var pool atomic.Pointer[pgxpool.Pool]
+	var lastReset atomic.Int64 // unix nanoseconds
+	onPgError := cfg.ConnConfig.OnPgError
+	cfg.ConnConfig.OnPgError = func(pc *pgconn.PgConn, pgErr *pgconn.PgError) bool {
+		if pgErr.Code != codeReadOnlyTransaction {
+			return onPgError == nil || onPgError(pc, pgErr)
+		}
+		// The server is read-only, and so is every connection to it:
+		// close them all, once a second at most (each connection of
+		// the pool may answer 25006 before it goes).
+		now, last := time.Now().UnixNano(), lastReset.Load()
+		if p := pool.Load(); p != nil && now-last > int64(time.Second) && lastReset.CompareAndSwap(last, now) {
+			go p.Reset()
+		}
+		return false // closes this connection
+	}
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}, nil
+	pool.Store(p)
+	return &Store{pool: p, db: stdlib.OpenDBFromPool(p)}, nil
+}
+
+// errReadOnly is the error of a connection to a read-only server.
+var errReadOnly = fmt.Errorf("%w: the server is read-only (a standby?); rowq writes to the primary", store.ErrUnavailable)
+
+// afterConnect refuses a connection to a read-only server and sets
+// lock_timeout when setTimeout is true. PostgreSQL 14 and later report
+// in_hot_standby and default_transaction_read_only when the connection
+// opens; the statement that sets lock_timeout reads transaction_read_only,
+// which covers a read-only server of any version.
+func afterConnect(ctx context.Context, conn *pgx.Conn, setTimeout bool) error {
+	pc := conn.PgConn()
+	if pc.ParameterStatus("in_hot_standby") == "on" || pc.ParameterStatus("default_transaction_read_only") == "on" {
+		return errReadOnly
+	}
+	if !setTimeout {
+		return nil
+	}
+	var readOnly string
+	err := conn.QueryRow(ctx, `/* rowq:connect */ SELECT set_config('lock_timeout', $1, false), current_setting('transaction_read_only')`, lockTimeout).Scan(new(string), &readOnly)
+	if err != nil {
+		return err
+	}
+	if readOnly == "on" {
+		return errReadOnly
+	}
+	return nil
 }
 
 // Dialect returns "postgres".
@@ -218,6 +270,8 @@ func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, store.ErrUnavailable): // a read-only server
+		return err
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	case isCode(err, "23505"):
@@ -232,6 +286,10 @@ func mapErr(err error) error {
 // lock_timeout for a lock.
 const codeLockNotAvailable = "55P03"
 
+// codeReadOnlyTransaction is the error of a write on a read-only server: a
+// standby, or an old primary still reached after a failover.
+const codeReadOnlyTransaction = "25006"
+
 func isCode(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
@@ -244,11 +302,12 @@ func unavailable(err error) bool {
 	if errors.As(err, &pgErr) {
 		// Connection exceptions, a server shutting down or starting up, no
 		// connection left (max_connections, or a role's or database's
-		// limit), and a lock held by another transaction for
-		// store.LockWait.
+		// limit), a lock held by another transaction for store.LockWait,
+		// and a read-only server.
 		return strings.HasPrefix(pgErr.Code, "08") ||
 			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" ||
-			pgErr.Code == "53300" || pgErr.Code == codeLockNotAvailable
+			pgErr.Code == "53300" || pgErr.Code == codeLockNotAvailable ||
+			pgErr.Code == codeReadOnlyTransaction
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {
@@ -277,13 +336,29 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // reclaims, so the jobs table and its indexes grow without bound and every
 // grab slows down. rowq does not vacuum on its own: turning autovacuum off
 // is the operator's decision, and so is what replaces it.
+//
+// It warns too when the server streams to standbys that commits do not
+// wait for (synchronous_standby_names empty, or synchronous_commit off or
+// local): a failover to such a standby loses what the primary had
+// acknowledged and not yet sent, jobs, lock tokens and fired schedule
+// ticks alike (docs/ha.md).
 func (s *Store) Advise(ctx context.Context) ([]string, error) {
-	on, err := queryOne(ctx, s, pgx.RowTo[string], `/* rowq:advise */ SELECT current_setting('autovacuum')`)
+	type settings struct {
+		Autovacuum, SyncNames, SyncCommit string
+		Standbys                          int64
+	}
+	got, err := queryOne(ctx, s, pgx.RowToStructByPos[settings], `/* rowq:advise */
+		SELECT current_setting('autovacuum'), current_setting('synchronous_standby_names'),
+		       current_setting('synchronous_commit'), (SELECT count(*) FROM pg_stat_replication)`)
 	if err != nil {
-		return nil, fmt.Errorf("read autovacuum setting: %w", mapErr(err))
+		return nil, fmt.Errorf("read settings: %w", mapErr(err))
 	}
-	if on == "on" {
-		return nil, nil
+	var advice []string
+	if got.Autovacuum != "on" {
+		advice = append(advice, "PostgreSQL's autovacuum is off: the dead rows every job leaves in the jobs table are never reclaimed, so the table grows and grabs slow down; turn autovacuum on or VACUUM the rowq tables regularly")
 	}
-	return []string{"PostgreSQL's autovacuum is off: the dead rows every job leaves in the jobs table are never reclaimed, so the table grows and grabs slow down; turn autovacuum on or VACUUM the rowq tables regularly"}, nil
+	if got.Standbys > 0 && (strings.TrimSpace(got.SyncNames) == "" || got.SyncCommit == "off" || got.SyncCommit == "local") {
+		advice = append(advice, fmt.Sprintf("PostgreSQL streams to %d standby(s) asynchronously (synchronous_standby_names %q, synchronous_commit %s): a failover to one loses the jobs, lock tokens and fired schedule ticks the primary acknowledged but had not sent; set synchronous_standby_names (docs/ha.md)", got.Standbys, got.SyncNames, got.SyncCommit))
+	}
+	return advice, nil
 }
