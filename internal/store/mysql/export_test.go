@@ -47,7 +47,7 @@ var (
 // INSERT … RETURNING, on a MariaDB server too.
 func (s *Store) WithoutReturning() {
 	s.noReturning = true
-	s.returning.Store(false)
+	s.srv.info.Store(nil)
 }
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
