@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql"
 
 	"github.com/rowq/rowq/internal/store"
@@ -70,3 +71,26 @@ var (
 )
 
 const KeyBusySQL = keyBusySQL
+
+// LockMigrations takes the migration lock Migrate takes, on a connection
+// of its own, and returns the function that releases it.
+func (s *Store) LockMigrations(ctx context.Context) (func(), error) {
+	info, err := s.server(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lock := lockMigrations
+	if info.galera {
+		lock = s.lockMigrationsGalera
+	}
+	unlock, err := lock(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() { unlock(); conn.Close() }, nil
+}
