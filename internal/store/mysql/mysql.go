@@ -3,10 +3,12 @@
 // built); MySQL's own path, inserts without RETURNING, is forced on
 // MariaDB by the tests (WithoutReturning).
 //
-// It writes SQL both servers accept: no RETURNING (MySQL lacks it; only
-// JobsInsertGrabbed takes it, where the server is MariaDB), so a
-// write that must report rows reads them in a short transaction; grabs use
-// SELECT … FOR UPDATE SKIP LOCKED. Times are DATETIME(6) in UTC and every
+// It writes SQL both servers accept, but for the INSERTs of jobs: on
+// MariaDB they return the ids they stored (RETURNING), on MySQL, which
+// lacks it, the ids are LAST_INSERT_ID() plus the auto_increment step. Other
+// writes that must report rows read them in a short transaction; grabs use
+// SELECT … FOR UPDATE SKIP LOCKED. On a MariaDB Galera cluster a few
+// statements change (galera.go, docs/ha.md). Times are DATETIME(6) in UTC and every
 // comparison uses the server's NOW(6). Sessions run in READ COMMITTED so
 // that the fetch, rescue and claim statements lock only the rows they
 // change, not the gaps between them.
