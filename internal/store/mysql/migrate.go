@@ -180,7 +180,9 @@ func takeMigrateLease(ctx context.Context, conn *sql.Conn, holder string) error 
 		}
 		var mine bool
 		if err == nil {
-			if err := conn.QueryRowContext(ctx, migrateLeaseHeldSQL, holder).Scan(&mine); err != nil {
+			// No row: its holder returned it since; take it next turn.
+			err := conn.QueryRowContext(ctx, migrateLeaseHeldSQL, holder).Scan(&mine)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
 		}
