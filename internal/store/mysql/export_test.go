@@ -94,3 +94,9 @@ func (s *Store) LockMigrations(ctx context.Context) (func(), error) {
 	}
 	return func() { unlock(); conn.Close() }, nil
 }
+
+// Server tells what the store found its server to be.
+func (s *Store) Server(ctx context.Context) (returning, galera bool, err error) {
+	info, err := s.server(ctx)
+	return info.returning, info.galera, err
+}

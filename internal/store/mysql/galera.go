@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -44,21 +46,22 @@ func (s *Store) server(ctx context.Context) (serverInfo, error) {
 		return *info, nil
 	}
 	var (
-		info    serverInfo
-		mariadb bool
-		wsrep   string
+		info        serverInfo
+		mariadb     bool
+		name, wsrep string
 	)
-	// @@wsrep_on exists on every MariaDB server (OFF without Galera), not
-	// on MySQL: ask for it only on MariaDB.
 	err := s.db.QueryRowContext(ctx, "/* rowq:server */ SELECT @@auto_increment_increment, VERSION() LIKE '%MariaDB%'").Scan(&info.step, &mariadb)
 	if err != nil {
 		return serverInfo{}, err
 	}
 	if mariadb {
-		if err := s.db.QueryRowContext(ctx, "/* rowq:server */ SELECT @@wsrep_on").Scan(&wsrep); err != nil {
+		// wsrep_on is OFF without Galera, and unknown to a MariaDB built
+		// without it (and to MySQL): SHOW then answers no row.
+		err := s.db.QueryRowContext(ctx, "/* rowq:server */ SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &wsrep)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return serverInfo{}, err
 		}
-		info.galera = wsrep == "1" || wsrep == "ON"
+		info.galera = wsrep == "ON"
 	}
 	info.returning = mariadb && !s.noReturning
 	s.srv.info.Store(&info)

@@ -27,7 +27,11 @@ func galeraStores(t *testing.T) (*dbtest.Galera, []*mysql.Store) {
 	g := dbtest.StartGalera(t).Database(t)
 	var stores []*mysql.Store
 	for _, m := range g.Members {
-		stores = append(stores, dbtest.OpenURL(t, m).(*mysql.Store))
+		s := dbtest.OpenURL(t, m).(*mysql.Store)
+		if returning, galera, err := s.Server(haCtx(t)); err != nil || !returning || !galera {
+			t.Fatalf("%s: returning %t, galera %t, %v; want a Galera member with RETURNING", m, returning, galera, err)
+		}
+		stores = append(stores, s)
 	}
 	return g, stores
 }
