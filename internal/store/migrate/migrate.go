@@ -32,6 +32,13 @@ type Runner struct {
 	Transactional bool
 	// Placeholder renders the n-th (1-based) bind parameter: "?" or "$1".
 	Placeholder func(n int) string
+	// Applied, if set, reports an error of a non-transactional migration's
+	// statement, or of the row that records it, that a concurrent twin's
+	// success would cause (a table that exists, a version recorded): the
+	// migration then counts as applied. For engines whose lock may not
+	// hold against every twin (Galera, where a lease can expire under a
+	// stalled migrator).
+	Applied func(error) bool
 }
 
 type migration struct {
@@ -79,11 +86,13 @@ func (r *Runner) apply(ctx context.Context, conn *sql.Conn, m migration) error {
 		if err := conn.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil || n > 0 {
 			return err
 		}
-		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil && !r.applied(err) {
 			return err
 		}
-		_, err := conn.ExecContext(ctx, record, m.version, m.name)
-		return err
+		if _, err := conn.ExecContext(ctx, record, m.version, m.name); err != nil && !r.applied(err) {
+			return err
+		}
+		return nil
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -102,6 +111,8 @@ func (r *Runner) apply(ctx context.Context, conn *sql.Conn, m migration) error {
 	}
 	return tx.Commit()
 }
+
+func (r *Runner) applied(err error) bool { return r.Applied != nil && r.Applied(err) }
 
 func (r *Runner) load() ([]migration, error) {
 	paths, err := fs.Glob(r.FS, "*.up.sql")

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql"
 
 	"github.com/rowq/rowq/internal/store"
@@ -47,7 +48,7 @@ var (
 // INSERT … RETURNING, on a MariaDB server too.
 func (s *Store) WithoutReturning() {
 	s.noReturning = true
-	s.returning.Store(false)
+	s.srv.info.Store(nil)
 }
 
 // DueSQL is the due-schedules SELECT, for the EXPLAIN test.
@@ -76,3 +77,32 @@ var MapErr = mapErr
 
 // DSNsFromURL returns the DSN of each host of a URL.
 var DSNsFromURL = dsnsFromURL
+
+// LockMigrations takes the migration lock Migrate takes, on a connection
+// of its own, and returns the function that releases it.
+func (s *Store) LockMigrations(ctx context.Context) (func(), error) {
+	info, err := s.server(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lock := lockMigrations
+	if info.galera {
+		lock = s.lockMigrationsGalera
+	}
+	unlock, err := lock(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() { unlock(); conn.Close() }, nil
+}
+
+// Server tells what the store found its server to be.
+func (s *Store) Server(ctx context.Context) (returning, galera bool, err error) {
+	info, err := s.server(ctx)
+	return info.returning, info.galera, err
+}

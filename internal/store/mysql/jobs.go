@@ -81,7 +81,7 @@ func (s *Store) JobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 
 // jobsInsert inserts jobs waiting, with one INSERT per chunk.
 func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) ([]int64, error) {
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +89,12 @@ func (s *Store) jobsInsert(ctx context.Context, jobs []*store.JobInsertParams) (
 	var ids []int64
 	err = retry(ctx, func() error {
 		ids = ids[:0]
-		if len(chunks) == 1 && !anyOrdered(jobs) {
-			return insertChunk(ctx, s.db, chunks[0], step, &ids)
+		if len(chunks) == 1 && !anyOrdered(jobs) && !info.galera {
+			return insertChunk(ctx, s.db, chunks[0], info, &ids)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			for _, c := range chunks {
-				if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+				if err := insertChunk(ctx, tx, c, info, &ids); err != nil {
 					return err
 				}
 			}
@@ -120,18 +120,64 @@ func chunkInserts(jobs []*store.JobInsertParams) [][]*store.JobInsertParams {
 }
 
 // insertChunk inserts jobs with one multi-row INSERT and appends their ids.
-// A multi-row INSERT … VALUES is a "simple insert": InnoDB gives its rows
-// consecutive ids (in steps of @@auto_increment_increment) in every
-// innodb_autoinc_lock_mode, starting at LAST_INSERT_ID().
+// On MariaDB the INSERT returns them (RETURNING id). On MySQL they are
+// computed: a multi-row INSERT … VALUES is a "simple insert", to which InnoDB
+// gives consecutive ids (in steps of @@auto_increment_increment) in every
+// innodb_autoinc_lock_mode, starting at LAST_INSERT_ID(). Galera changes that
+// step when a member leaves or joins, and a cached step then answers wrong
+// ids, so the arithmetic is never used on MariaDB.
 // Its ordered jobs are listed in ordered_jobs (insertOrdered): db must
-// then be a transaction.
-func insertChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, step int64, ids *[]int64) error {
+// then be a transaction, as it must on Galera (see queryInsert).
+func insertChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, info serverInfo, ids *[]int64) error {
 	q, args := insertSQL(jobs, nil, nil)
 	from := len(*ids)
-	if err := execInsert(ctx, db, q, args, len(jobs), step, ids); err != nil {
+	var err error
+	if info.returning {
+		err = queryInsert(ctx, db, q+" RETURNING id", args, len(jobs), func(rows *sql.Rows) error {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			*ids = append(*ids, id)
+			return nil
+		})
+	} else {
+		err = execInsert(ctx, db, q, args, len(jobs), info.step, ids)
+	}
+	if err != nil {
 		return err
 	}
 	return insertOrdered(ctx, db, jobs, (*ids)[from:])
+}
+
+// queryInsert runs the INSERT … RETURNING q of n rows and scans each row it
+// returns. Galera re-runs an autocommit statement that lost a certification
+// conflict, and then sends the RETURNING rows of both runs (the first run's
+// rows were rolled back): on Galera its callers run q in a transaction,
+// where a conflict fails with 1213 instead and the store's retry runs the
+// whole transaction again. A count other than n is an error all the same.
+func queryInsert(ctx context.Context, db sqldb.DBTX, q string, args []any, n int, scan func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	got := 0
+	for ; rows.Next(); got++ {
+		if got >= n {
+			return fmt.Errorf("inserted more rows than %d", n)
+		}
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("inserted %d rows, want %d", got, n)
+	}
+	return nil
 }
 
 // execInsert runs the INSERT q of n rows and appends their ids.
@@ -202,25 +248,6 @@ func insertSQL(jobs []*store.JobInsertParams, hold *store.JobsInsertGrabbedParam
 	return q.String(), args
 }
 
-// autoIncrementStep reads @@auto_increment_increment once, and whether
-// the server takes INSERT … RETURNING (MariaDB 10.5+ does, MySQL does not).
-// They are read on first use rather than in Open so that Open does not
-// need the server.
-func (s *Store) autoIncrementStep(ctx context.Context) (int64, error) {
-	if step := s.idStep.Load(); step > 0 {
-		return step, nil
-	}
-	var step int64
-	var mariadb bool
-	err := s.db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT @@auto_increment_increment, VERSION() LIKE '%MariaDB%'").Scan(&step, &mariadb)
-	if err != nil {
-		return 0, err
-	}
-	s.returning.Store(mariadb && !s.noReturning)
-	s.idStep.Store(step)
-	return step, nil
-}
-
 // grabSQL selects the jobs to grab, locking them and skipping those another
 // grab holds, in the order of the jobs_fetch index (queue_name, state,
 // priority DESC, next_try, id), which it walks without a filesort. The last column is the
@@ -253,17 +280,30 @@ func grabKeys(p *store.JobsGrabParams) (string, []any) {
 // JobsGrab marks up to p.Limit due waiting jobs of p.Queue as grabbed by
 // p.Node until NOW(6) + p.Lease, in one short transaction, and returns them
 // in (priority DESC, next_try, id) order.
+//
+// The UPDATE keeps a row only while it is still waiting (grabUpdateSQL), and
+// a grab whose UPDATE changed fewer rows than its SELECT locked hands out
+// nothing: it rolls back and runs again (errGrabRaced). On one server the
+// row locks make that impossible; on Galera, whose members lock only their
+// own rows and certify commits optimistically, a row another member's grab
+// committed can reach this member between the SELECT and the UPDATE. Only
+// the rows it changed could be handed out instead, but MariaDB's UPDATE
+// does not say which rows those are (no UPDATE … RETURNING).
 func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	info, err := s.server(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("grab jobs from queue %q: %w", p.Queue, mapErr(err))
+	}
 	var jobs []*store.Job
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		jobs = nil
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var until time.Time
 			var err error
-			jobs, err = grabLocked(ctx, tx, p, &until)
+			jobs, err = grabLocked(ctx, tx, info, p, &until)
 			if err != nil || len(jobs) == 0 {
 				return err
 			}
@@ -276,7 +316,10 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 				j.Grabs++
 				args = append(args, j.ID)
 			}
-			_, err = tx.ExecContext(ctx, grabUpdateSQL(len(jobs)), args...)
+			n, err := sqldb.Affected(tx.ExecContext(ctx, grabUpdateSQL(len(jobs)), args...))
+			if err == nil && n != int64(len(jobs)) {
+				err = errGrabRaced
+			}
 			return err
 		})
 	})
@@ -286,11 +329,16 @@ func (s *Store) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store
 	return jobs, nil
 }
 
+// errGrabRaced fails a grab whose UPDATE changed fewer rows than its SELECT
+// locked: another member's grab took some of them (see JobsGrab). It is
+// retryable.
+var errGrabRaced = errors.New("jobs locked by the grab were taken by another grab")
+
 // grabLocked runs grabSQL in tx and sets until to the grab's expiry.
-func grabLocked(ctx context.Context, tx *sql.Tx, p *store.JobsGrabParams, until *time.Time) ([]*store.Job, error) {
+func grabLocked(ctx context.Context, tx *sql.Tx, info serverInfo, p *store.JobsGrabParams, until *time.Time) ([]*store.Job, error) {
 	q, keys := grabKeys(p)
 	args := append(append([]any{p.Lease.Microseconds(), p.Queue}, keys...), p.Limit)
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := tx.QueryContext(ctx, syncWaitSQL(info, q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -418,10 +466,12 @@ func idArgs(ids []int64, lead ...any) []any {
 const grabExpired = `(jobs.grabbed_until < NOW(6) OR NOT EXISTS (SELECT 1 FROM nodes WHERE nodes.id = jobs.grabbed_by))`
 
 // grabUpdateSQL marks n jobs, selected by grabSQL, as grabbed (or leased,
-// for a puller). Arguments: state, node, until, ids.
+// for a puller), those still waiting: an engine that ignores SKIP LOCKED
+// (Galera across members) never has one job grabbed twice. Arguments:
+// state, node, until, ids.
 func grabUpdateSQL(n int) string {
 	return `/* rowq:jobs.grab */ UPDATE jobs FORCE INDEX (PRIMARY) SET state = ?, grabbed_by = ?, grabbed_until = ?, grabs = grabs + 1
-		WHERE id IN (` + sqldb.Placeholders(n) + `)`
+		WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'waiting'`
 }
 
 // heldSQL completes stmt (completeSQL or releaseSQL) for n ids that a
@@ -438,9 +488,12 @@ func (s *Store) execHeld(ctx context.Context, stmt string, lead []any, ids []int
 		return 0, nil
 	}
 	args := append(idArgs(ids, lead...), state, node)
-	stmt = heldSQL(stmt, len(ids))
+	stmt, err := s.causal(ctx, heldSQL(stmt, len(ids)))
+	if err != nil {
+		return 0, mapErr(err)
+	}
 	var n int64
-	err := retry(ctx, func() (err error) {
+	err = retry(ctx, func() (err error) {
 		n, err = sqldb.Affected(s.db.ExecContext(ctx, stmt, args...))
 		return err
 	})
@@ -451,14 +504,16 @@ func (s *Store) execHeld(ctx context.Context, stmt string, lead []any, ids []int
 // and next_try = NOW(6) + p.Delay, or returns store.ErrNotFound.
 func (s *Store) JobRetry(ctx context.Context, p *store.JobRetryParams) error {
 	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = sqldb.Affected(s.db.ExecContext(ctx, `/* rowq:jobs.retry */
+	q, err := s.causal(ctx, `/* rowq:jobs.retry */
 			UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
 				next_try = NOW(6) + INTERVAL ? MICROSECOND, grabbed_by = ''
-			WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`,
-			p.Delay.Microseconds(), p.ID, p.Node))
-		return err
-	})
+			WHERE id = ? AND state = 'grabbed' AND grabbed_by = ?`)
+	if err == nil {
+		err = retry(ctx, func() (err error) {
+			n, err = sqldb.Affected(s.db.ExecContext(ctx, q, p.Delay.Microseconds(), p.ID, p.Node))
+			return err
+		})
+	}
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}
@@ -493,10 +548,13 @@ func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64,
 	}
 	args = append(args, p.Node)
 	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = sqldb.Affected(s.db.ExecContext(ctx, q.String(), args...))
-		return err
-	})
+	stmt, err := s.causal(ctx, q.String())
+	if err == nil {
+		err = retry(ctx, func() (err error) {
+			n, err = sqldb.Affected(s.db.ExecContext(ctx, stmt, args...))
+			return err
+		})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("defer %d jobs of node %q: %w", len(p.Jobs), p.Node, mapErr(err))
 	}
@@ -507,11 +565,15 @@ func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64,
 // fail_count + 1, in one short transaction, or returns store.ErrNotFound.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
 	var f *store.FailedJob
-	err := retry(ctx, func() error {
+	q, err := s.causal(ctx, `/* rowq:jobs.fail */ SELECT `+jobCols+`, NOW(6)
+		FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ? FOR UPDATE`)
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
+	}
+	err = retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var now time.Time
-			j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.fail */ SELECT `+jobCols+`, NOW(6)
-				FROM jobs WHERE id = ? AND state = 'grabbed' AND grabbed_by = ? FOR UPDATE`, p.ID, p.Node), &now)
+			j, err := scanJob(tx.QueryRowContext(ctx, q, p.ID, p.Node), &now)
 			if err != nil {
 				return err
 			}
@@ -588,7 +650,11 @@ func (s *Store) JobsRescue(ctx context.Context, queue string) (int64, error) {
 
 // JobGet returns one job of the queue, or store.ErrNotFound.
 func (s *Store) JobGet(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := scanJob(s.db.QueryRowContext(ctx, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = ? AND queue_name = ?`, id, queue))
+	q, err := s.causal(ctx, `/* rowq:jobs.get */ SELECT `+jobCols+` FROM jobs WHERE id = ? AND queue_name = ?`)
+	var j *store.Job
+	if err == nil {
+		j, err = scanJob(s.db.QueryRowContext(ctx, q, id, queue))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %d of queue %q: %w", id, queue, mapErr(err))
 	}
@@ -632,7 +698,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("push %d jobs: %w", len(jobs), mapErr(err))
 	}
@@ -640,7 +706,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 	err = retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			out, err = pushTx(ctx, tx, jobs, step)
+			out, err = pushTx(ctx, tx, jobs, info)
 			return err
 		})
 	})
@@ -652,7 +718,7 @@ func (s *Store) JobsPush(ctx context.Context, jobs []*store.JobInsertParams) ([]
 
 // pushTx is JobsPush inside the transaction tx; the outbox moves its
 // rows with it.
-func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, step int64) ([]store.JobPushed, error) {
+func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, info serverInfo) ([]store.JobPushed, error) {
 	out := make([]store.JobPushed, len(jobs))
 	var (
 		plain []*store.JobInsertParams
@@ -666,7 +732,7 @@ func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, step
 	if len(plain) > 0 {
 		var ids []int64
 		for _, c := range chunkInserts(plain) {
-			if err := insertChunk(ctx, tx, c, step, &ids); err != nil {
+			if err := insertChunk(ctx, tx, c, info, &ids); err != nil {
 				return nil, err
 			}
 		}
@@ -676,7 +742,7 @@ func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, step
 	}
 	for _, i := range store.KeyedInOrder(jobs) {
 		var err error
-		if out[i], err = pushUnique(ctx, tx, jobs[i], step); err != nil {
+		if out[i], err = pushUnique(ctx, tx, jobs[i], info); err != nil {
 			return nil, err
 		}
 	}
@@ -685,10 +751,10 @@ func pushTx(ctx context.Context, tx *sql.Tx, jobs []*store.JobInsertParams, step
 
 // pushUnique inserts a job with a unique key, or finds the pending job
 // that holds the key.
-func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, step int64) (store.JobPushed, error) {
+func pushUnique(ctx context.Context, tx *sql.Tx, j *store.JobInsertParams, info serverInfo) (store.JobPushed, error) {
 	for range uniqueAttempts {
 		var ids []int64
-		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, step, &ids)
+		err := insertChunk(ctx, tx, []*store.JobInsertParams{j}, info, &ids)
 		if err == nil {
 			return store.JobPushed{ID: ids[0]}, nil
 		}
@@ -720,7 +786,7 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	if len(p.Jobs) == 0 {
 		return nil, nil
 	}
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("insert %d grabbed jobs: %w", len(p.Jobs), mapErr(err))
 	}
@@ -728,12 +794,12 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 	var jobs []*store.Job
 	err = retry(ctx, func() error {
 		jobs = jobs[:0]
-		if len(chunks) == 1 && !anyOrdered(p.Jobs) {
-			return s.insertGrabbedChunk(ctx, s.db, chunks[0], p, step, &jobs)
+		if len(chunks) == 1 && !anyOrdered(p.Jobs) && !info.galera {
+			return s.insertGrabbedChunk(ctx, s.db, chunks[0], p, info, &jobs)
 		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			for _, c := range chunks {
-				if err := s.insertGrabbedChunk(ctx, tx, c, p, step, &jobs); err != nil {
+				if err := s.insertGrabbedChunk(ctx, tx, c, p, info, &jobs); err != nil {
 					return err
 				}
 			}
@@ -750,9 +816,9 @@ func (s *Store) JobsInsertGrabbed(ctx context.Context, p *store.JobsInsertGrabbe
 // with one multi-row INSERT, and appends them as stored. Its ordered jobs
 // are listed in ordered_jobs (insertOrdered): db must then be a
 // transaction.
-func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
+func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, info serverInfo, out *[]*store.Job) error {
 	from := len(*out)
-	if err := s.insertGrabbedRows(ctx, db, jobs, p, step, out); err != nil {
+	if err := s.insertGrabbedRows(ctx, db, jobs, p, info, out); err != nil {
 		return err
 	}
 	ids := make([]int64, len(jobs))
@@ -763,15 +829,11 @@ func (s *Store) insertGrabbedChunk(ctx context.Context, db sqldb.DBTX, jobs []*s
 }
 
 // insertGrabbedRows is insertGrabbedChunk's INSERT.
-func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, step int64, out *[]*store.Job) error {
-	if s.returning.Load() {
+func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*store.JobInsertParams, p *store.JobsInsertGrabbedParams, info serverInfo, out *[]*store.Job) error {
+	if info.returning {
 		q, args := insertSQL(jobs, p, nil)
-		rows, err := db.QueryContext(ctx, q+" RETURNING id, created_at, next_try, grabbed_until", args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for i := 0; rows.Next(); i++ {
+		i := 0
+		return queryInsert(ctx, db, q+" RETURNING id, created_at, next_try, grabbed_until", args, len(jobs), func(rows *sql.Rows) error {
 			var (
 				id                   int64
 				created, next, until time.Time
@@ -779,12 +841,10 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 			if err := rows.Scan(&id, &created, &next, &until); err != nil {
 				return err
 			}
-			if i >= len(jobs) {
-				return fmt.Errorf("inserted more rows than %d", len(jobs))
-			}
 			*out = append(*out, jobs[i].GrabbedJob(id, p.Node, created, next, until))
-		}
-		return rows.Err()
+			i++
+			return nil
+		})
 	}
 	var at time.Time
 	if err := db.QueryRowContext(ctx, "/* rowq:jobs.insert */ SELECT NOW(6)").Scan(&at); err != nil {
@@ -792,7 +852,7 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 	}
 	q, args := insertSQL(jobs, p, &at)
 	var ids []int64
-	if err := execInsert(ctx, db, q, args, len(jobs), step, &ids); err != nil {
+	if err := execInsert(ctx, db, q, args, len(jobs), info.step, &ids); err != nil {
 		return err
 	}
 	for i, j := range jobs {

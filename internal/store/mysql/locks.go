@@ -33,7 +33,12 @@ func queryLeases(ctx context.Context, q sqldb.DBTX, query string, args ...any) (
 func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*store.LockAcquireResult, error) {
 	var res *store.LockAcquireResult
 	busy := false
-	err := retry(ctx, func() error {
+	lockName, err := s.causal(ctx, `/* rowq:locks.acquire */
+				SELECT last_token FROM locks WHERE name = ? FOR UPDATE`)
+	if err != nil {
+		return nil, fmt.Errorf("acquire lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
+	}
+	err = retry(ctx, func() error {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			res = &store.LockAcquireResult{}
 			if _, err := tx.ExecContext(ctx, `/* rowq:locks.acquire */
@@ -42,8 +47,7 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 				return err
 			}
 			var last int64
-			if err := tx.QueryRowContext(ctx, `/* rowq:locks.acquire */
-				SELECT last_token FROM locks WHERE name = ? FOR UPDATE`, p.Name).Scan(&last); err != nil {
+			if err := tx.QueryRowContext(ctx, lockName, p.Name).Scan(&last); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `/* rowq:locks.acquire */
@@ -102,12 +106,15 @@ func (s *Store) LockAcquire(ctx context.Context, p *store.LockAcquireParams) (*s
 // and reads the lease back in the same transaction.
 func (s *Store) LockRenew(ctx context.Context, p *store.LockRenewParams) (*store.LockLease, error) {
 	var l *store.LockLease
-	err := retry(ctx, func() error {
-		return s.inTx(ctx, func(tx *sql.Tx) error {
-			n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:locks.renew */
+	renew, err := s.causal(ctx, `/* rowq:locks.renew */
 				UPDATE lock_holders SET expires_at = NOW(6) + INTERVAL ? MICROSECOND
-				WHERE name = ? AND owner = ? AND token = ? AND expires_at > NOW(6)`,
-				p.TTL.Microseconds(), p.Name, p.Owner, p.Token))
+				WHERE name = ? AND owner = ? AND token = ? AND expires_at > NOW(6)`)
+	if err != nil {
+		return nil, fmt.Errorf("renew lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
+	}
+	err = retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			n, err := sqldb.Affected(tx.ExecContext(ctx, renew, p.TTL.Microseconds(), p.Name, p.Owner, p.Token))
 			if err != nil {
 				return err
 			}
@@ -129,13 +136,16 @@ func (s *Store) LockRenew(ctx context.Context, p *store.LockRenewParams) (*store
 // that it can be returned.
 func (s *Store) LockRelease(ctx context.Context, p *store.LockReleaseParams) (*store.LockLease, error) {
 	var l *store.LockLease
-	err := retry(ctx, func() error {
+	held, err := s.causal(ctx, `/* rowq:locks.release */
+				SELECT `+lockHolderCols+` FROM lock_holders
+				WHERE name = ? AND owner = ? AND token = ? AND expires_at > NOW(6) FOR UPDATE`)
+	if err != nil {
+		return nil, fmt.Errorf("release lock %q for %q: %w", p.Name, p.Owner, mapErr(err))
+	}
+	err = retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			l, err = scanLease(tx.QueryRowContext(ctx, `/* rowq:locks.release */
-				SELECT `+lockHolderCols+` FROM lock_holders
-				WHERE name = ? AND owner = ? AND token = ? AND expires_at > NOW(6) FOR UPDATE`,
-				p.Name, p.Owner, p.Token))
+			l, err = scanLease(tx.QueryRowContext(ctx, held, p.Name, p.Owner, p.Token))
 			if err != nil {
 				return err
 			}

@@ -3,10 +3,12 @@
 // built); MySQL's own path, inserts without RETURNING, is forced on
 // MariaDB by the tests (WithoutReturning).
 //
-// It writes SQL both servers accept: no RETURNING (MySQL lacks it; only
-// JobsInsertGrabbed takes it, where the server is MariaDB), so a
-// write that must report rows reads them in a short transaction; grabs use
-// SELECT … FOR UPDATE SKIP LOCKED. Times are DATETIME(6) in UTC and every
+// It writes SQL both servers accept, but for the INSERTs of jobs: on
+// MariaDB they return the ids they stored (RETURNING), on MySQL, which
+// lacks it, the ids are LAST_INSERT_ID() plus the auto_increment step. Other
+// writes that must report rows read them in a short transaction; grabs use
+// SELECT … FOR UPDATE SKIP LOCKED. On a MariaDB Galera cluster a few
+// statements change (galera.go, docs/ha.md). Times are DATETIME(6) in UTC and every
 // comparison uses the server's NOW(6). Sessions run in READ COMMITTED so
 // that the fetch, rescue and claim statements lock only the rows they
 // change, not the gaps between them.
@@ -19,39 +21,28 @@ import (
 	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dburl"
-	"github.com/rowq/rowq/internal/store/migrate"
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
 // Store is the MySQL/MariaDB store.
 type Store struct {
-	db *sql.DB
-	// idStep is @@auto_increment_increment, read on first insert: the ids
-	// of one multi-row INSERT are LAST_INSERT_ID() + i*idStep.
-	idStep atomic.Int64
-	// returning is whether the server takes INSERT … RETURNING, read with
-	// idStep; noReturning (for tests) makes a MariaDB server count as
-	// MySQL.
-	returning   atomic.Bool
+	db  *sql.DB
+	srv serverCache // see server
+	// noReturning (for tests) makes a MariaDB server count as MySQL: no
+	// INSERT … RETURNING.
 	noReturning bool
 }
 
@@ -228,61 +219,6 @@ func registerCA(caFile, tlsParam string) (string, error) {
 // Dialect returns "mysql".
 func (s *Store) Dialect() string { return "mysql" }
 
-// Migrate applies the embedded migrations, one DDL statement per file,
-// serialised across nodes by a named lock of the server.
-func (s *Store) Migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	r := &migrate.Runner{
-		DB:            s.db,
-		FS:            sub,
-		Lock:          lockMigrations,
-		Transactional: false,
-		Placeholder:   func(int) string { return "?" },
-	}
-	return mapErr(r.Run(ctx))
-}
-
-// lockMigrations takes a named lock for the database (names are global to
-// the server, so the database's name is part of it; at most 64 characters),
-// and gives conn the server's own row lock wait until it unlocks instead of
-// store.LockWait: a migration that changes rows (0700) may wait for the
-// grabs of nodes still running.
-func lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
-	const name = "LEFT(CONCAT('rowq_migrate:', DATABASE()), 64)"
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "/* rowq:migrate.lock */ SELECT GET_LOCK("+name+", 60)").Scan(&got); err != nil {
-		return nil, err
-	}
-	if got.Int64 != 1 {
-		return nil, errors.New("another node held the migration lock for 60s")
-	}
-	unlock := func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		conn.ExecContext(ctx, "/* rowq:migrate.unlock */ DO RELEASE_LOCK("+name+")")
-	}
-	var was int64
-	if err := conn.QueryRowContext(ctx, "/* rowq:migrate.lock */ SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&was); err != nil {
-		unlock()
-		return nil, err
-	}
-	if _, err := conn.ExecContext(ctx, "/* rowq:migrate.lock */ SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout"); err != nil {
-		unlock()
-		return nil, err
-	}
-	return func() {
-		unlock()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.ExecContext(ctx, "/* rowq:migrate.unlock */ SET SESSION innodb_lock_wait_timeout = ?", was); err != nil {
-			discard(conn) // not back to the pool without its bound
-		}
-	}, nil
-}
-
 // Ping checks that the server answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.db.PingContext(ctx); err != nil {
@@ -349,13 +285,15 @@ func mapErr(err error) error {
 	return err
 }
 
-// retryable reports a deadlock. A deadlock rolls back the transaction, and
+// retryable reports a deadlock (on Galera also a lost certification
+// conflict), or a grab that raced another member's (errGrabRaced). Both
+// roll back the transaction, and
 // what runs again is a single statement or a whole transaction, so running
 // it again is safe. A lock wait timeout is not run again: it already waited
 // store.LockWait for a holder that is stuck.
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == errLockDeadlock
+	return errors.As(err, &me) && me.Number == errLockDeadlock || errors.Is(err, errGrabRaced)
 }
 
 // lockWaitTimedOut reports that a statement waited store.LockWait for a row

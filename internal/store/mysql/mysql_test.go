@@ -251,3 +251,20 @@ func openMigrated(ctx context.Context, t *testing.T) *mysql.Store {
 	}
 	return s
 }
+
+// TestServer_PlainMariaDB checks what the store finds a single MariaDB
+// server to be: RETURNING, no Galera (galera_test.go checks a member).
+func TestServer_PlainMariaDB(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(ctx, t)
+	returning, galera, err := s.Server(ctx)
+	if err != nil || !returning || galera {
+		t.Fatalf("returning %t, galera %t, %v; want RETURNING and no Galera", returning, galera, err)
+	}
+	s.WithoutReturning()
+	if returning, _, err := s.Server(ctx); err != nil || returning {
+		t.Fatalf("WithoutReturning: returning %t, %v", returning, err)
+	}
+}

@@ -61,7 +61,7 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 	if len(ids) == 0 {
 		return &store.OutboxMoved{}, nil
 	}
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("move %d outbox rows: %w", len(ids), mapErr(err))
 	}
@@ -80,7 +80,7 @@ func (s *Store) OutboxMove(ctx context.Context, p *store.OutboxMoveParams) (*sto
 			}
 			jobs, rejects := store.OutboxHeld(p, held)
 			if len(jobs) > 0 {
-				if out.Pushed, err = pushTx(ctx, tx, jobs, step); err != nil {
+				if out.Pushed, err = pushTx(ctx, tx, jobs, info); err != nil {
 					return err
 				}
 				out.Jobs = jobs

@@ -190,7 +190,7 @@ var errLost = errors.New("next_run_at moved")
 // exactly once either way (the next look finds it still due if that
 // transaction did not fire it).
 func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) ([]*store.ScheduleRun, error) {
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fire schedule %q: %w", p.Name, mapErr(err))
 	}
@@ -248,7 +248,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *store.ScheduleFireParams) (
 				}
 				if !r.Skipped {
 					var ids []int64
-					if err := insertChunk(ctx, tx, []*store.JobInsertParams{ri.Job}, step, &ids); err != nil {
+					if err := insertChunk(ctx, tx, []*store.JobInsertParams{ri.Job}, info, &ids); err != nil {
 						return err
 					}
 					r.JobID, r.Queue = ids[0], ri.Job.Queue
@@ -307,7 +307,7 @@ func pruneRuns(ctx context.Context, tx *sql.Tx, name string) error {
 
 // ScheduleTrigger enqueues one run of a schedule now.
 func (s *Store) ScheduleTrigger(ctx context.Context, p *store.ScheduleTriggerParams) (*store.ScheduleRun, error) {
-	step, err := s.autoIncrementStep(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("trigger schedule %q: %w", p.Name, mapErr(err))
 	}
@@ -322,7 +322,7 @@ func (s *Store) ScheduleTrigger(ctx context.Context, p *store.ScheduleTriggerPar
 				return err
 			}
 			var ids []int64
-			if err := insertChunk(ctx, tx, []*store.JobInsertParams{p.Job}, step, &ids); err != nil {
+			if err := insertChunk(ctx, tx, []*store.JobInsertParams{p.Job}, info, &ids); err != nil {
 				return err
 			}
 			r = &store.ScheduleRun{Schedule: p.Name, Kind: store.RunTrigger, Tick: now, FiredAt: now, Node: p.Node, JobID: ids[0], Queue: p.Job.Queue}
