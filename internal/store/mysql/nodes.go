@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -58,11 +57,11 @@ func nodeLock(idExpr string) string {
 // the member, so a node whose lock is held on one member looks dead to
 // every client of another.
 func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSession, error) {
-	galera, err := s.wsrepOn(ctx)
+	info, err := s.server(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open session of node %q: %w", id, mapErr(err))
 	}
-	if galera {
+	if info.galera {
 		return nil, fmt.Errorf("open session of node %q: %w", id, store.ErrLocalSession)
 	}
 	conn, err := s.db.Conn(ctx)
@@ -81,16 +80,6 @@ func (s *Store) NodeSessionOpen(ctx context.Context, id string) (store.NodeSessi
 		return nil, fmt.Errorf("open session of node %q: %w: another connection holds its lock", id, store.ErrConflict)
 	}
 	return &nodeSession{id: id, conn: conn, connID: connID}, nil
-}
-
-// wsrepOn reports whether the server is a member of a Galera cluster.
-func (s *Store) wsrepOn(ctx context.Context) (bool, error) {
-	var name, value string
-	err := s.db.QueryRowContext(ctx, `/* rowq:nodes.wsrep */ SHOW VARIABLES LIKE 'wsrep_on'`).Scan(&name, &value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil // MySQL: no Galera
-	}
-	return value == "ON", err
 }
 
 // nodeSession holds a node's named lock on conn, connection connID.
