@@ -406,3 +406,47 @@ func TestGalera_Conformance(t *testing.T) {
 	g := dbtest.StartGalera(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return dbtest.OpenURL(t, g.Database(t).Members[0]) })
 }
+
+// TestGalera_ReapingAcrossMembers: a member's named locks are its own, so
+// a node session is refused on Galera (store.ErrLocalSession), and nodes
+// judge each other by their registrations' expiry: a node renewing through
+// member 1 is never reaped through member 2 or 3, and is once it stops.
+func TestGalera_ReapingAcrossMembers(t *testing.T) {
+	_, stores := galeraStores(t)
+	ctx := haCtx(t)
+	if _, err := stores[0].NodeSessionOpen(ctx, "n1"); !errors.Is(err, store.ErrLocalSession) {
+		t.Fatalf("NodeSessionOpen on a member = %v, want store.ErrLocalSession", err)
+	}
+	beat := func(s store.Store, id string) {
+		t.Helper()
+		if err := s.NodeHeartbeat(ctx, &store.NodeHeartbeatParams{ID: id, Host: id, TTL: 1500 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// n1 renews through member 1 every 300 ms for 3 s; members 2 and 3
+	// reap all the while.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		beat(stores[0], "n1")
+		beat(stores[1], "n2")
+		for _, s := range stores[1:] {
+			if dead, err := s.NodesReapExpired(ctx); err != nil || len(dead) != 0 {
+				t.Fatalf("NodesReapExpired = %v, %v while n1 and n2 renew; want nothing", dead, err)
+			}
+		}
+	}
+	// n1 stops; n2 goes on: member 3 reaps n1 once its lease expired.
+	var dead []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(dead) == 0 && time.Now().Before(deadline) {
+		beat(stores[1], "n2")
+		got, err := stores[2].NodesReapExpired(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = got
+		time.Sleep(100 * time.Millisecond)
+	}
+	if fmt.Sprint(dead) != "[n1]" {
+		t.Fatalf("reaped %v, want [n1]", dead)
+	}
+}
