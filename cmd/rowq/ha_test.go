@@ -39,13 +39,17 @@ func haChaos(t *testing.T, args ...string) *chaos.Result {
 // turns, a short run's or, with the tag halong, five minutes at 300 jobs/s
 // with a rowq node killed every 20 s and a database fault every seventh
 // turn.
+//
+// The short runs give the nodes a TTL of 3 s rather than the default (0:
+// 1.5 s on Galera), so that a renewal a loaded test machine holds up for
+// 1.5 s does not count as a live node reaped; `make ha` runs the defaults.
 func load(faults string) []string {
-	rate, every, duration := "150", "10s", "35s"
+	rate, every, duration, ttl := "150", "10s", "35s", "3s"
 	if long {
-		rate, every, duration, faults = "300", "20s", "300s", "kill,kill,kill,kill,kill,kill,db"
+		rate, every, duration, ttl, faults = "300", "20s", "300s", "0", "kill,kill,kill,kill,kill,kill,db"
 	}
 	return []string{"--nodes", "3", "--rate", rate, "--duration", duration, "--faults", faults, "--every", every,
-		"--node-ttl", "0", "--grab-lease", "5s"}
+		"--node-ttl", ttl, "--grab-lease", "5s"}
 }
 
 // checkHA fails the test for every promise of docs/ha.md a chaos report
@@ -77,8 +81,8 @@ func checkHA(t *testing.T, res *chaos.Result) {
 
 // TestHA_GaleraNodeOnEachMember: three rowq nodes, each writing through
 // its own Galera member; the leader is SIGKILLed, then member 3 is killed
-// and restarted. Takeover after a kill is promised within 3 s; the test
-// allows 5 s for a loaded machine and logs what it took.
+// and restarted. Takeover after a kill is promised within 3 s at the
+// default TTL; with the short runs' 3 s TTL the test allows 6 s.
 func TestHA_GaleraNodeOnEachMember(t *testing.T) {
 	g := dbtest.StartGalera(t).Database(t)
 	args := append(load("kill,db,kill"), "--database-url", g.Members[0],
@@ -91,8 +95,12 @@ func TestHA_GaleraNodeOnEachMember(t *testing.T) {
 	if res.Kills == 0 || res.DBFaults == 0 || res.DBFaultErrors != 0 {
 		t.Errorf("kills %d, db faults %d (%d failed); want both", res.Kills, res.DBFaults, res.DBFaultErrors)
 	}
-	if f := res.FailoverMS; f == nil || f.N != res.Kills || f.Max > 5000 {
-		t.Errorf("takeover after a kill %+v ms; want each of the %d within 5000 (3000 promised)", f, res.Kills)
+	limit := int64(6000)
+	if long {
+		limit = 3000
+	}
+	if f := res.FailoverMS; f == nil || f.N != res.Kills || f.Max > limit {
+		t.Errorf("takeover after a kill %+v ms; want each of the %d within %d", f, res.Kills, limit)
 	}
 }
 
