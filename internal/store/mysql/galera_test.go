@@ -401,10 +401,11 @@ func TestGalera_CausalReads(t *testing.T) {
 	}
 }
 
-// TestGalera_Conformance runs the store's conformance suite on one member.
+// TestGalera_Conformance runs the store's conformance suite on one member,
+// where node sessions are refused (store.ErrLocalSession).
 func TestGalera_Conformance(t *testing.T) {
 	g := dbtest.StartGalera(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return dbtest.OpenURL(t, g.Database(t).Members[0]) })
+	storetest.RunLocalSessions(t, func(t *testing.T) store.Store { return dbtest.OpenURL(t, g.Database(t).Members[0]) })
 }
 
 // TestGalera_ReapingAcrossMembers: a member's named locks are its own, so

@@ -23,11 +23,27 @@ var nodeTests = []conformanceTest{
 	{"Nodes_ConcurrentLimitedClaimsOneLeader", testLimitedClaimsConcurrent},
 	{"Nodes_LiveCountsLeads", testNodesLive},
 	{"Nodes_Glance", testNodesGlance},
+	{"Nodes_ReapExpired", testNodesReapExpired},
+}
+
+// sessionTests are the conformance tests of node sessions
+// (NodeSessionOpen, NodesReap), for a store that holds them.
+var sessionTests = []conformanceTest{
 	{"Nodes_SessionKeepsNodeFromReap", testNodeSessionHeld},
 	{"Nodes_SessionClosedIsReapedAndGrabsRescued", testNodeSessionClosed},
 	{"Nodes_WithoutSessionNeverReaped", testNodeWithoutSession},
 	{"Nodes_SessionConflict", testNodeSessionConflict},
-	{"Nodes_ReapExpired", testNodesReapExpired},
+}
+
+// testSessionsLocal: a store on a server whose session locks are its own
+// (a Galera member) refuses a node session with store.ErrLocalSession.
+func testSessionsLocal(t *testing.T, s store.Store) {
+	if sess, err := s.NodeSessionOpen(ctxT(t), "n1"); !errors.Is(err, store.ErrLocalSession) {
+		if sess != nil {
+			sess.Close()
+		}
+		t.Fatalf("NodeSessionOpen = %v, want store.ErrLocalSession", err)
+	}
 }
 
 // testNodesReapExpired: the registrations that expired are reaped, with or

@@ -22,8 +22,20 @@ type NewStore func(t *testing.T) store.Store
 
 // Run runs every conformance test against the stores newStore opens.
 func Run(t *testing.T, newStore NewStore) {
-	run(t, newStore, slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests,
-		leaseTests, pullTests, keyTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests))
+	run(t, newStore, slices.Concat(allTests(), sessionTests))
+}
+
+// RunLocalSessions runs the conformance tests for a store on a server
+// whose session locks are local to it (a Galera member): node sessions are
+// refused with store.ErrLocalSession, and the rest is as Run's.
+func RunLocalSessions(t *testing.T, newStore NewStore) {
+	run(t, newStore, slices.Concat(allTests(), []conformanceTest{{"Nodes_SessionsLocal", testSessionsLocal}}))
+}
+
+// allTests are the conformance tests of every store, sessions aside.
+func allTests() []conformanceTest {
+	return slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests,
+		leaseTests, pullTests, keyTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests)
 }
 
 // RunJobWrites runs the conformance tests of the nouns that insert jobs
