@@ -172,9 +172,19 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	var j *store.Job
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`
-				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue))
+			var (
+				err error
+				now time.Time
+			)
+			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`, NOW(6)
+				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue), &now)
+			if err != nil {
+				return err
+			}
+			keep, err := keepFinished(ctx, tx, queue)
+			if err == nil && keep {
+				err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedCancelled, store.ResultCancelled, nil, now))
+			}
 			if err != nil {
 				return err
 			}

@@ -136,7 +136,14 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		r AS (
 			INSERT INTO job_results (job_id, grabs, status, created_at)
 			SELECT id, grabs, $3, now() FROM d WHERE state <> 'waiting'
-			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at),
+		k AS (
+			INSERT INTO finished_jobs (`+finishedCols+`)
+			SELECT d.id, d.queue_name, d.category, d.url, d.payload, 'cancelled',
+				d.fail_count + CASE WHEN d.state = 'waiting' THEN 0 ELSE 1 END, d.created_at,
+				CASE WHEN d.state = 'waiting' THEN NULL ELSE d.next_try END, now(), $3, NULL
+			FROM d JOIN queues q ON q.name = d.queue_name WHERE q.keep_finished > 0
+			`+finishedUpsert+`)
 		SELECT `+jobCols+` FROM d`, id, queue, store.ResultCancelled)
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))

@@ -144,6 +144,13 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
+		if err != nil {
+			return err
+		}
+		keep, err := keepFinished(ctx, tx, queue)
+		if err == nil && keep {
+			err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedCancelled, store.ResultCancelled, nil, fromMicros(s.micros())))
+		}
 		if err != nil || j.State == store.StateWaiting {
 			return err
 		}

@@ -22,7 +22,7 @@ type NewStore func(t *testing.T) store.Store
 
 // Run runs every conformance test against the stores newStore opens.
 func Run(t *testing.T, newStore NewStore) {
-	run(t, newStore, slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests,
+	run(t, newStore, slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests, finishedTests,
 		leaseTests, pullTests, keyTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests))
 }
 
