@@ -70,3 +70,9 @@ var (
 )
 
 const KeyBusySQL = keyBusySQL
+
+// History statements, for the EXPLAIN test.
+var (
+	FinishedPruneFindSQL = finishedPruneFindSQL
+	FinishedListSQL      = finishedListSQL
+)

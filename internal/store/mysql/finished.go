@@ -139,13 +139,26 @@ func (s *Store) FinishedList(ctx context.Context, p *store.FinishedListParams) (
 		args = append(args, p.Before.FinishedAt, p.Before.ID)
 	}
 	args = append(args, p.Limit)
-	fs, err := sqldb.QueryAll(ctx, s.db, scanFinished, `/* rowq:finished.list */ SELECT `+finishedCols+`
-		FROM finished_jobs FORCE INDEX (finished_jobs_queue) WHERE `+where.String()+`
-		ORDER BY finished_at DESC, id DESC LIMIT ?`, args...)
+	fs, err := sqldb.QueryAll(ctx, s.db, scanFinished, finishedListSQL(where.String()), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list finished jobs of queue %q: %w", p.Queue, mapErr(err))
 	}
 	return fs, nil
+}
+
+// finishedPruneFindSQL selects the ids of the oldest rows of a queue
+// (its first argument) older than the second (µs), at most the third:
+// a walk of finished_jobs_queue from the queue's oldest row.
+const finishedPruneFindSQL = `/* rowq:finished.prune */ SELECT id
+	FROM finished_jobs FORCE INDEX (finished_jobs_queue)
+	WHERE queue_name = ? AND finished_at < NOW(6) - INTERVAL ? MICROSECOND
+	ORDER BY finished_at, id LIMIT ?`
+
+// finishedListSQL is FinishedList's SELECT for the conditions where.
+func finishedListSQL(where string) string {
+	return `/* rowq:finished.list */ SELECT ` + finishedCols + `
+		FROM finished_jobs FORCE INDEX (finished_jobs_queue) WHERE ` + where + `
+		ORDER BY finished_at DESC, id DESC LIMIT ?`
 }
 
 // FinishedPrune selects up to p.Limit ids of rows older than p.Age, oldest
@@ -155,10 +168,7 @@ func (s *Store) FinishedPrune(ctx context.Context, p *store.FinishedPruneParams)
 	err := retry(ctx, func() error {
 		n = 0
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			ids, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, `/* rowq:finished.prune */ SELECT id
-				FROM finished_jobs FORCE INDEX (finished_jobs_queue)
-				WHERE queue_name = ? AND finished_at < NOW(6) - INTERVAL ? MICROSECOND
-				ORDER BY finished_at, id LIMIT ?`, p.Queue, p.Age.Microseconds(), p.Limit)
+			ids, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, finishedPruneFindSQL, p.Queue, p.Age.Microseconds(), p.Limit)
 			if err != nil || len(ids) == 0 {
 				return err
 			}
@@ -182,4 +192,35 @@ func keepFinished(ctx context.Context, tx *sql.Tx, queue string) (bool, error) {
 		return false, nil
 	}
 	return keep > 0, err
+}
+
+// keepOf is a column of a statement on jobs: the keep_finished of the
+// row's queue (NULL for a queue deleted since). A subquery, so that a
+// locking read of jobs locks no row of queues: MySQL and MariaDB lock the
+// rows of a subquery only when it has its own locking clause.
+const keepOf = `(SELECT keep_finished FROM queues WHERE queues.name = jobs.queue_name)`
+
+// succeedKept writes the history of the jobs of kept, which tx holds
+// locked, as succeeded with their notes.
+func succeedKept(ctx context.Context, tx *sql.Tx, kept map[int64]store.FinishNote) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(kept))
+	for id := range kept {
+		ids = append(ids, id)
+	}
+	var now time.Time
+	jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc, &now) },
+		`/* rowq:jobs.succeed */ SELECT `+jobCols+`, NOW(6) FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(ids))+`)`,
+		idArgs(ids)...)
+	if err != nil {
+		return err
+	}
+	fs := make([]*store.FinishedJob, len(jobs))
+	for i, j := range jobs {
+		note := kept[j.ID]
+		fs[i] = store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now)
+	}
+	return insertFinished(ctx, tx, fs...)
 }

@@ -140,3 +140,12 @@ func (s *Store) FinishedPrune(ctx context.Context, p *store.FinishedPruneParams)
 	}
 	return n, nil
 }
+
+// nullJSON is b as text, NULL when empty.
+func nullJSON(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	t := string(b)
+	return &t
+}

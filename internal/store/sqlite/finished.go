@@ -165,3 +165,18 @@ func (s *Store) FinishedPrune(ctx context.Context, p *store.FinishedPruneParams)
 	}
 	return n, nil
 }
+
+// keepOf is a column of a statement on jobs: the keep_finished of the
+// row's queue (NULL for a queue deleted since).
+const keepOf = `(SELECT keep_finished FROM queues WHERE queues.name = jobs.queue_name)`
+
+// withExtra scans a row's columns into the destinations asked for, then
+// into extra: scanJob with more columns after jobCols.
+func withExtra(sc sqldb.Scanner, extra ...any) sqldb.Scanner { return extraScanner{sc, extra} }
+
+type extraScanner struct {
+	sc    sqldb.Scanner
+	extra []any
+}
+
+func (e extraScanner) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }

@@ -21,6 +21,8 @@ var finishedTests = []conformanceTest{
 	{"Finished_CancelKeepsHistoryWhenQueueKeeps", testFinishedCancel},
 	{"Finished_ListPagesNewestFirst", testFinishedList},
 	{"Finished_PruneOldInBatches", testFinishedPrune},
+	{"Finished_SucceedKeepsHistoryByQueue", testFinishedSucceed},
+	{"Finished_FinishKeepsHistoryByQueue", testFinishedFinish},
 }
 
 // keepQueue creates queue name keeping its finished jobs for a day.
@@ -307,5 +309,71 @@ func testFinishedPrune(t *testing.T, s store.Store) {
 	// Another queue's rows are its own leader's.
 	if other := must(s.FinishedList(ctx, &store.FinishedListParams{Queue: "other", Limit: 100}))(t); len(other) != 3 {
 		t.Fatalf("other queue: %d rows, want 3", len(other))
+	}
+}
+
+func testFinishedSucceed(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	keepQueue(t, s, "q")
+	putQueue(t, s, "plain")
+	a, b := grabOne(t, s, "q", 0), grabOne(t, s, "q", 0)
+	plain := grabOne(t, s, "plain", 0)
+	gone := grabOne(t, s, "q", 0)
+	must(s.JobCancel(ctx, "q", gone.ID))(t)
+	// A completion on a queue that keeps history with a result and one
+	// without notes; one of a queue that keeps none; one no longer held.
+	queues := must(s.JobsSucceed(ctx, &store.JobsSucceedParams{
+		Grabs:  []store.JobGrab{{ID: a.ID, Grabs: a.Grabs}, {ID: plain.ID, Grabs: plain.Grabs}, {ID: gone.ID, Grabs: gone.Grabs}},
+		Status: "success",
+		Notes:  []store.FinishNote{{ID: a.ID, Message: "ok", Result: json.RawMessage(`[1,"two"]`)}, {ID: plain.ID, Result: json.RawMessage(`1`)}, {ID: gone.ID}},
+	}))(t)
+	if queues[0] != "q" || queues[1] != "plain" || queues[2] != "" {
+		t.Fatalf("JobsSucceed = %q", queues)
+	}
+	must(s.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: []store.JobGrab{{ID: b.ID, Grabs: b.Grabs}}, Status: "success"}))(t)
+	f := must(s.FinishedGet(ctx, "q", a.ID))(t)
+	if f.Status != store.FinishedSucceeded || f.Message != "ok" || string(f.Result) != `[1,"two"]` || f.Attempts != 1 {
+		t.Fatalf("history of a completed job = %+v (result %s)", f, f.Result)
+	}
+	if f := must(s.FinishedGet(ctx, "q", b.ID))(t); f.Status != store.FinishedSucceeded || f.Result != nil {
+		t.Fatalf("history of a completion without notes = %+v", f)
+	}
+	if _, err := s.FinishedGet(ctx, "plain", plain.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a queue that keeps nothing kept a completion: err = %v", err)
+	}
+	if f := must(s.FinishedGet(ctx, "q", gone.ID))(t); f.Status != store.FinishedCancelled {
+		t.Fatalf("a completion after the cancel rewrote its history: %+v", f)
+	}
+}
+
+func testFinishedFinish(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	keepQueue(t, s, "q")
+	putQueue(t, s, "plain")
+	ok1, retried, failed := grabOne(t, s, "q", 0), grabOne(t, s, "q", 3), grabOne(t, s, "q", 0)
+	plain := grabOne(t, s, "plain", 0)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ok1.ID, Grabs: ok1.Grabs, Outcome: store.FinishDelete, Status: "success",
+		Message: "fine", Result: json.RawMessage(`{"n":1}`)}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: retried.ID, Grabs: retried.Grabs, Outcome: store.FinishRetry, Status: "failure", Delay: time.Hour}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: failed.ID, Grabs: failed.Grabs, Outcome: store.FinishFail, Status: "permanent-failure", Message: "no"}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: plain.ID, Grabs: plain.Grabs, Outcome: store.FinishDelete, Status: "success", Result: json.RawMessage(`1`)}))(t)
+	if f := must(s.FinishedGet(ctx, "q", ok1.ID))(t); f.Status != store.FinishedSucceeded || f.Message != "fine" || string(f.Result) != `{"n":1}` {
+		t.Fatalf("history of a finished success = %+v (result %s)", f, f.Result)
+	}
+	if _, err := s.FinishedGet(ctx, "q", retried.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a retried job has history: err = %v", err)
+	}
+	if f := must(s.FinishedGet(ctx, "q", failed.ID))(t); f.Status != store.FinishedFailed || f.Message != "no" || f.Result != nil {
+		t.Fatalf("history of a failure = %+v", f)
+	}
+	if _, err := s.FinishedGet(ctx, "plain", plain.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a queue that keeps nothing kept a success: err = %v", err)
+	}
+	// A grab that no longer holds its job writes no history.
+	if _, err := s.JobFinish(ctx, &store.JobFinishParams{ID: retried.ID, Grabs: retried.Grabs, Outcome: store.FinishDelete, Status: "success"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("JobFinish of a grab that lost its job: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.FinishedGet(ctx, "q", retried.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused finish wrote history: err = %v", err)
 	}
 }
