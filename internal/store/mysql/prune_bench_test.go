@@ -17,7 +17,7 @@ import (
 //	go test -run '^$' -bench FinishedPrune_1M -benchtime 1x ./internal/store/mysql/
 func BenchmarkFinishedPrune_1M(b *testing.B) {
 	ctx := context.Background()
-	for b.Loop() {
+	for range b.N {
 		b.StopTimer()
 		s := openMigrated(ctx, b)
 		digits := `(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
