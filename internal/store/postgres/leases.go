@@ -183,7 +183,13 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		Grabs int
 		Queue string
 	}
-	msgs, results := make([]string, len(p.Grabs)), make([]*string, len(p.Grabs))
+	var (
+		msgs    []string
+		results []*string
+	)
+	if p.Notes != nil {
+		msgs, results = make([]string, len(p.Grabs)), make([]*string, len(p.Grabs))
+	}
 	for i := range p.Notes {
 		msgs[i] = p.Notes[i].Message
 		if r := p.Notes[i].Result; len(r) > 0 {
@@ -193,18 +199,24 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 	}
 	// The history of the jobs whose queue keeps finished jobs is written
 	// by the same statement (k), with the grabs' messages and results.
+	// k reads the deleted rows from jobs as the statement's snapshot still
+	// shows them, so that d returns no more than it did without history,
+	// and only for the queues that keep it.
 	deleted, err := queryAll(ctx, s, pgx.RowToStructByPos[done], `/* rowq:jobs.succeed */ WITH g AS (
-			SELECT * FROM unnest($1::bigint[], $2::int[], $4::text[], $5::text[]) AS g(id, grabs, message, result)),
+			SELECT * FROM unnest($1::bigint[], $2::int[]) AS g(id, grabs)),
 		d AS (
 			DELETE FROM jobs j USING g WHERE j.id = g.id AND j.grabs = g.grabs AND j.state IN ('grabbed', 'leased')
-			RETURNING j.id, j.grabs, j.queue_name, j.category, j.url, j.payload, j.fail_count, j.created_at, j.next_try, g.message, g.result),
+			RETURNING j.id, j.grabs, j.queue_name),
 		r AS (
 			INSERT INTO job_results (job_id, grabs, status, created_at) SELECT id, grabs, $3, now() FROM d
 			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at),
 		k AS (
 			INSERT INTO finished_jobs (`+finishedCols+`)
-			SELECT DISTINCT ON (d.id) d.id, d.queue_name, d.category, d.url, d.payload, 'succeeded', d.fail_count + 1, d.created_at, d.next_try, now(), d.message, d.result
-			FROM d JOIN queues q ON q.name = d.queue_name WHERE q.keep_finished > 0
+			SELECT DISTINCT ON (j.id) j.id, j.queue_name, j.category, j.url, j.payload, 'succeeded', j.fail_count + 1, j.created_at, j.next_try, now(),
+				coalesce(n.message, ''), n.result
+			FROM d JOIN queues q ON q.name = d.queue_name AND q.keep_finished > 0
+			JOIN jobs j ON j.id = d.id
+			LEFT JOIN unnest($1::bigint[], $4::text[], $5::text[]) AS n(id, message, result) ON n.id = d.id
 			`+finishedUpsert+`)
 		SELECT id, grabs, queue_name FROM d`, ids, grabs, p.Status, msgs, results)
 	if err != nil {
