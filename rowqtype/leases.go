@@ -35,6 +35,10 @@ type JobCompletion struct {
 	// RetryAfter (seconds) replaces the job's backoff before the retry of
 	// a failure.
 	RetryAfter *float64 `json:"retry_after,omitempty"`
+	// Result is any JSON value a success returns, kept in the job's
+	// history when its queue keeps finished jobs (at most the server's
+	// --max-result-bytes: a larger one answers 413 and records nothing).
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // JobCompleted is the answer to POST /job/{id}/complete.

@@ -16,6 +16,9 @@ type Queue struct {
 	// Delivery is "push" (jobs are POSTed to their url) or "pull"
 	// (workers lease them: POST /queue/{name}/lease).
 	Delivery string `json:"delivery"`
+	// KeepFinished is how long, in seconds, the queue keeps its finished
+	// jobs (GET /queue/{name}/finished); left out when 0: it keeps none.
+	KeepFinished int `json:"keep_finished,omitempty"`
 	// WorkerHosts are, in the answer of GET /queue/{name} only, the worker
 	// hosts the queue's leader slows down or holds back; nil when none.
 	WorkerHosts []*WorkerHost `json:"worker_hosts,omitempty"`
@@ -49,7 +52,13 @@ type QueueRequest struct {
 	Paused                 *bool    `json:"paused,omitempty"`
 	// Delivery is "push" (the default) or "pull".
 	Delivery *string `json:"delivery,omitempty"`
+	// KeepFinished is how long, in seconds, the queue keeps its finished
+	// jobs (0..MaxKeepFinished; absent: 0, none).
+	KeepFinished *int `json:"keep_finished,omitempty"`
 }
+
+// MaxKeepFinished bounds a queue's keep_finished: 366 days, in seconds.
+const MaxKeepFinished = 366 * 24 * 3600
 
 // Node is the rowq node dispatching a queue (GET /queue/{name}/node).
 type Node struct {

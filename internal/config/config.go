@@ -44,6 +44,10 @@ type Config struct {
 	// open (doubled on each failed probe, at most 20 times as long).
 	BreakerOpen  time.Duration
 	MaxBodyBytes int64
+	// MaxResultBytes caps a worker's result (docs/lifecycle.md): a push
+	// success over it stands with its result dropped, a completion over
+	// it answers 413.
+	MaxResultBytes int
 	// ScheduleMisfireGrace is how late a schedule's tick may fire and still
 	// be on time; older ticks are handled by the misfire policy.
 	ScheduleMisfireGrace time.Duration
@@ -106,6 +110,7 @@ func Default() Config {
 		OutboxIdlePoll:              500 * time.Millisecond,
 		ScheduleMisfireGrace:        5 * time.Second,
 		MaxBodyBytes:                1 << 20,
+		MaxResultBytes:              64 << 10,
 		DispatchUserAgent:           "rowq",
 		DispatchKeepAlive:           true,
 		DispatchMaxConnsPerHost:     0,
@@ -159,6 +164,8 @@ func (c *Config) options() []option {
 		{flag: "schedule-misfire-grace", env: "ROWQ_SCHEDULE_MISFIRE_GRACE", value: (*durValue)(&c.ScheduleMisfireGrace),
 			usage: "how late a schedule's tick may fire and still be on time; older ticks follow the misfire policy"},
 		{flag: "max-body-bytes", env: "ROWQ_MAX_BODY_BYTES", value: (*int64Value)(&c.MaxBodyBytes), usage: "largest request body accepted (413 above)"},
+		{flag: "max-result-bytes", env: "ROWQ_MAX_RESULT_BYTES", value: (*intValue)(&c.MaxResultBytes),
+			usage: "largest worker result kept in a job's history (a push success over it keeps no result; a completion over it answers 413)"},
 		{flag: "dispatch-user-agent", env: "ROWQ_DISPATCH_USER_AGENT", fireworq: "FIREWORQ_DISPATCH_USER_AGENT", value: (*strValue)(&c.DispatchUserAgent),
 			usage: "User-Agent of deliveries to workers"},
 		{flag: "dispatch-keep-alive", env: "ROWQ_DISPATCH_KEEP_ALIVE", fireworq: "FIREWORQ_DISPATCH_KEEP_ALIVE", value: (*boolValue)(&c.DispatchKeepAlive),
@@ -337,6 +344,7 @@ func (c *Config) Validate() error {
 		"schedule-misfire-grace: must be 1s..24h, got %v", c.ScheduleMisfireGrace)
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert, tls-key: give both files or neither, got tls-cert %q and tls-key %q", c.TLSCert, c.TLSKey)
 	check(c.MaxBodyBytes >= 1024, "max-body-bytes: must be at least 1024, got %d", c.MaxBodyBytes)
+	check(c.MaxResultBytes >= 1 && c.MaxResultBytes <= 16<<20, "max-result-bytes: must be 1..16777216 (16 MiB), got %d", c.MaxResultBytes)
 	check(c.DispatchMaxConnsPerHost >= 0, "dispatch-max-conns-per-host: must not be negative")
 	check(c.MetricsQueueLimit >= 0 && c.MetricsQueueLimit <= 1000000, "metrics-queue-limit: must be 0..1000000, got %d", c.MetricsQueueLimit)
 	check(c.DispatchIdleConnTimeout >= 0, "dispatch-idle-conn-timeout: must not be negative")

@@ -47,6 +47,23 @@ func (r *runner) work(j *store.Job) {
 	r.releaseSlots(1)
 }
 
+// ackItem is one acknowledgement: the job and, when its queue keeps its
+// finished jobs, what its history records (nil: none).
+type ackItem struct {
+	job  *store.Job
+	keep *store.FinishNote
+}
+
+// succeeded is the acknowledgement of j after the success res: with the
+// worker's message and result when queue settings q keep finished jobs.
+func succeeded(j *store.Job, q *store.Queue, res *Result) ackItem {
+	a := ackItem{job: j}
+	if q.KeepFinished > 0 {
+		a.keep = &store.FinishNote{ID: j.ID, Message: res.Message, Result: res.Output}
+	}
+	return a
+}
+
 // ack deletes a delivered job with the next spaced DELETE (ackGap). The
 // job's worker slot stays taken until it commits, so that a crash
 // redelivers at most max_workers jobs (and as many acknowledged in the
@@ -55,7 +72,7 @@ func (r *runner) work(j *store.Job) {
 // spend its slots' time waiting. So it does when now: the job's ordered
 // key has jobs parked behind it (keys.go), whose head check waits for the
 // commit.
-func (r *runner) ack(ctx context.Context, j *store.Job, now bool) error {
+func (r *runner) ack(ctx context.Context, j ackItem, now bool) error {
 	n := r.acking.Add(1)
 	defer r.acking.Add(-1)
 	if now || 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
@@ -72,7 +89,7 @@ func (r *runner) ack(ctx context.Context, j *store.Job, now bool) error {
 // no slot, so a crash may redeliver, beside max_workers jobs in slots, as
 // many acknowledged later; beyond that many pending (runner.acking), it
 // is not done in the background.
-func (r *runner) ackLater(log *slog.Logger, j *store.Job, elapsed time.Duration) bool {
+func (r *runner) ackLater(log *slog.Logger, j ackItem, elapsed time.Duration) bool {
 	max := int64(r.settings.Load().MaxWorkers)
 	for {
 		n := r.acking.Load()
@@ -166,10 +183,11 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	case res.Status == StatusSuccess:
 		outcome = stats.Success
 		waits := r.keyWaits(j)
-		if waits && !j.Ordered && r.ackLater(log, j, elapsed) {
+		a := succeeded(j, q, &res)
+		if waits && !j.Ordered && r.ackLater(log, a, elapsed) {
 			return false
 		}
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, j, waits) })
+		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, a, waits) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())
@@ -184,7 +202,7 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	default:
 		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
 		err = d.retryStore(log, "fail job", func(ctx context.Context) error {
-			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message})
+			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message, Keep: q.KeepFinished > 0})
 			return err
 		})
 	}

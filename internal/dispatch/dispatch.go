@@ -26,6 +26,7 @@
 // and its answer; flow.go flow control per worker host (429/503 and
 // Retry-After, circuit breaker); keys.go per-key concurrency and ordering;
 // lease.go accepted jobs: lease tokens, heartbeats, completions, expiry;
+// finished.go the prune of the history of finished jobs;
 // pull.go pull queues: lease requests and their worker slots; backoff.go
 // retry delays; throttle.go max_dispatches_per_second; probe.go the prober
 // of parked queues and its heaps.
@@ -117,6 +118,10 @@ type Config struct {
 	// Tracer records spans of grabs and deliveries; nil records none.
 	// Either way a delivery carries its job's trace context.
 	Tracer *tracing.Tracer
+	// MaxResultBytes caps the result a worker's success may carry
+	// (DefaultMaxResultBytes; 1..MaxMaxResultBytes): a push success over
+	// it stands with its result dropped (protocol.go).
+	MaxResultBytes int
 }
 
 func (c *Config) setDefaults() {
@@ -131,6 +136,9 @@ func (c *Config) setDefaults() {
 	def(&c.BreakerOpen, defaultBreakerOpen)
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
+	}
+	if c.MaxResultBytes <= 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if c.Client == nil {
 		c.Client = http.DefaultClient
@@ -152,7 +160,7 @@ type Dispatcher struct {
 	// the hard stop.
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
-	complete   *batch.Batcher[*store.Job, struct{}]
+	complete   *batch.Batcher[ackItem, struct{}]
 	// heads groups the head checks of single ordered keys (keys.go) that
 	// come at once, from the ends of many keys' deliveries, into one
 	// statement per queue.
@@ -164,7 +172,7 @@ type Dispatcher struct {
 	holds *batch.Batcher[store.JobDelay, struct{}]
 	// succeed records the successes workers report (Complete) many at a
 	// time: the queue of each job, "" for a grab that held none.
-	succeed *batch.Batcher[store.JobGrab, string]
+	succeed *batch.Batcher[success, string]
 
 	// deliveries holds the deliveries running on this node, by job id
 	// (*delivery), so that a cancelled job's request can be aborted.
@@ -254,16 +262,19 @@ func New(cfg Config) *Dispatcher {
 		healthy:    true,
 	}
 	d.prober = newProber(d)
-	d.complete = batch.New(func(ctx context.Context, jobs []*store.Job) ([]struct{}, error) {
-		p := &store.JobsCompleteParams{Node: cfg.Node, IDs: make([]int64, len(jobs))}
-		for i, j := range jobs {
-			p.IDs[i] = j.ID
-			if j.Ordered {
-				p.Ordered = append(p.Ordered, j.ID)
+	d.complete = batch.New(func(ctx context.Context, acks []ackItem) ([]struct{}, error) {
+		p := &store.JobsCompleteParams{Node: cfg.Node, IDs: make([]int64, len(acks))}
+		for i, a := range acks {
+			p.IDs[i] = a.job.ID
+			if a.job.Ordered {
+				p.Ordered = append(p.Ordered, a.job.ID)
+			}
+			if a.keep != nil {
+				p.Keep = append(p.Keep, *a.keep)
 			}
 		}
 		_, err := cfg.Store.JobsComplete(ctx, p)
-		return make([]struct{}, len(jobs)), err
+		return make([]struct{}, len(acks)), err
 	}, 500, ackGap)
 	d.heads = batch.New(func(ctx context.Context, asks []keyAsk) ([]int64, error) {
 		return headsOf(ctx, cfg.Store, asks)
@@ -272,8 +283,18 @@ func New(cfg Config) *Dispatcher {
 		_, err := cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: cfg.Node, Jobs: jobs})
 		return make([]struct{}, len(jobs)), err
 	}, 500, 0)
-	d.succeed = batch.New(func(ctx context.Context, gs []store.JobGrab) ([]string, error) {
-		return cfg.Store.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: gs, Status: StatusSuccess})
+	d.succeed = batch.New(func(ctx context.Context, ss []success) ([]string, error) {
+		p := &store.JobsSucceedParams{Grabs: make([]store.JobGrab, len(ss)), Status: StatusSuccess}
+		for i, s := range ss {
+			p.Grabs[i] = s.grab
+			if s.message != "" || s.result != nil {
+				if p.Notes == nil {
+					p.Notes = make([]store.FinishNote, len(ss))
+				}
+				p.Notes[i] = store.FinishNote{ID: s.grab.ID, Message: s.message, Result: s.result}
+			}
+		}
+		return cfg.Store.JobsSucceed(ctx, p)
 	}, 500, 0)
 	return d
 }
@@ -313,6 +334,7 @@ func (d *Dispatcher) loop() {
 		if time.Since(lastPurge) >= time.Minute {
 			lastPurge = time.Now()
 			d.purgeResults()
+			d.pruneFinished()
 		}
 	}
 }

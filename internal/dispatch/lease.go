@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -189,6 +190,9 @@ type Completion struct {
 	Status     string // StatusSuccess, StatusFailure or StatusPermanentFailure
 	Message    string
 	RetryAfter *time.Duration // a failure's retry delay; nil: the job's backoff
+	// Result is a success's result, kept with Message in the job's
+	// history when its queue keeps finished jobs; nil for none.
+	Result json.RawMessage
 }
 
 // Complete records a worker's result for the delivery its token names, as
@@ -204,7 +208,7 @@ func (d *Dispatcher) Complete(ctx context.Context, c *Completion) error {
 	}
 	if c.Status == StatusSuccess {
 		// Successes, the most common result, go many to a transaction.
-		queue, err := d.succeed.Do(ctx, store.JobGrab{ID: c.ID, Grabs: grabs})
+		queue, err := d.succeed.Do(ctx, success{grab: store.JobGrab{ID: c.ID, Grabs: grabs}, message: truncate(c.Message), result: c.Result})
 		if err != nil {
 			return err
 		}
@@ -216,7 +220,7 @@ func (d *Dispatcher) Complete(ctx context.Context, c *Completion) error {
 		return nil
 	}
 	// The job's settings decide between a retry and the failure log.
-	p := &store.JobFinishParams{ID: c.ID, Grabs: grabs, Status: c.Status, Message: truncate(c.Message)}
+	p := &store.JobFinishParams{ID: c.ID, Grabs: grabs, Status: c.Status, Message: truncate(c.Message), Result: c.Result}
 	j, err := d.cfg.Store.JobHeld(ctx, c.ID, grabs)
 	if errors.Is(err, store.ErrNotFound) {
 		return d.whyNotHeld(ctx, c.ID, grabs, c.Status)

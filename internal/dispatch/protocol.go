@@ -32,6 +32,19 @@ const maxResponse = 64 << 10
 // maxMessage bounds the message kept in the failure log.
 const maxMessage = 4096
 
+// Bounds of a worker's result (Config.MaxResultBytes, --max-result-bytes):
+// the "result" of a success answer, or of a completion, kept in the
+// history of a queue that keeps its finished jobs.
+const (
+	DefaultMaxResultBytes = 64 << 10
+	MaxMaxResultBytes     = 16 << 20
+)
+
+// maxLongAnswer bounds how much of an answer longer than maxResponse plus
+// the result's cap is read, a token at a time, to find its status: the
+// result over the cap is skipped, and the success it reports stands.
+const maxLongAnswer = 4 * MaxMaxResultBytes
+
 // Result is the outcome of one delivery.
 type Result struct {
 	Status  string // StatusSuccess, StatusFailure or StatusPermanentFailure
@@ -48,6 +61,10 @@ type Result struct {
 	Defer *time.Duration
 	// Unreachable: no answer came, for a connection failure or a timeout.
 	Unreachable bool
+	// Output is a success's "result" (any JSON value; nil for none or
+	// null), at most Config.MaxResultBytes: a longer one is dropped, with
+	// a note in Message.
+	Output json.RawMessage
 }
 
 // requestBody is what the worker receives: the raw text of a string
@@ -96,7 +113,18 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) 
 		return Result{Status: StatusFailure, Message: truncate("request: " + err.Error()), Unreachable: true}
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	limit := int64(maxResponse + cfg.MaxResultBytes)
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	long := int64(len(answer)) > limit
+	if long && bytes.HasPrefix(bytes.TrimLeft(answer, " \t\r\n"), []byte("{")) {
+		// Too long to hold: read on a token at a time, skipping the result.
+		res := parseLongResponse(resp.StatusCode, io.MultiReader(bytes.NewReader(answer), resp.Body), cfg.MaxResultBytes)
+		busyAnswer(&res, resp.StatusCode, resp.Header)
+		return res
+	}
+	if long {
+		answer = answer[:maxResponse]
+	}
 	if err != nil {
 		msg := "read response: " + err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && j.Timeout > 0 {
@@ -110,8 +138,91 @@ func deliver(ctx context.Context, cfg *Config, j *store.Job, leaseToken string) 
 			"worker answered %d, a redirect to %q, which rowq does not follow: give the job the final url", resp.StatusCode, resp.Header.Get("Location")))}
 	}
 	res := parseResponse(resp.StatusCode, answer)
+	res.capOutput(cfg.MaxResultBytes, len(res.Output))
 	busyAnswer(&res, resp.StatusCode, resp.Header)
 	return res
+}
+
+// capOutput drops a success's result of size bytes over max, with a note
+// in its message: the success stands.
+func (r *Result) capOutput(max, size int) {
+	if size <= max {
+		return
+	}
+	r.Output = nil
+	note := fmt.Sprintf("result dropped: %d bytes, over --max-result-bytes %d", size, max)
+	if r.Message != "" {
+		note += "; " + r.Message
+	}
+	r.Message = truncate(note)
+}
+
+// parseLongResponse reads an answer too long to hold in memory, a token
+// at a time: the value of "result" is skipped (and so dropped, counted),
+// the other members are read as parseResponse reads them. At most
+// maxLongAnswer bytes are read; a longer answer is a failure.
+func parseLongResponse(code int, r io.Reader, maxResult int) Result {
+	dec := json.NewDecoder(io.LimitReader(r, maxLongAnswer))
+	bad := func(err error) Result {
+		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf(
+			"worker response of more than %d bytes is not a JSON object rowq could read: %v", maxResponse+maxResult, err))}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return bad(err)
+	}
+	small := map[string]json.RawMessage{}
+	var resultSize int64
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		key, _ := t.(string)
+		if key == "result" {
+			start := dec.InputOffset()
+			if err := skipValue(dec); err != nil {
+				return bad(err)
+			}
+			resultSize = dec.InputOffset() - start - 1 // the colon after the key (and any space around it) counted
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return bad(err)
+		}
+		if key == "status" || key == "message" || key == "retry_after" || key == "lease" {
+			small[key] = v
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
+	}
+	body, _ := json.Marshal(small)
+	res := parseResponse(code, body)
+	if res.Status == StatusSuccess {
+		res.capOutput(maxResult, int(resultSize))
+	}
+	return res
+}
+
+// skipValue reads past the next JSON value of dec.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // setHeaders sets what every delivery carries: the content type, the user
@@ -160,8 +271,9 @@ func messageID(j *store.Job) string {
 // a failure whose message holds the head of the body.
 func parseResponse(code int, body []byte) Result {
 	var r struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
+		Status  string          `json:"status"`
+		Message string          `json:"message"`
+		Result  json.RawMessage `json:"result"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return Result{Status: StatusFailure, Code: code, Message: truncate("worker response is not JSON: " + string(body))}
@@ -171,7 +283,13 @@ func parseResponse(code int, body []byte) Result {
 		return acceptedResponse(code, body)
 	case StatusFailure:
 		return Result{Status: r.Status, Code: code, Message: truncate(r.Message), RetryAfter: retryAfter(body)}
-	case StatusSuccess, StatusPermanentFailure:
+	case StatusSuccess:
+		res := Result{Status: r.Status, Code: code, Message: truncate(r.Message)}
+		if len(r.Result) > 0 && string(r.Result) != "null" {
+			res.Output = r.Result
+		}
+		return res
+	case StatusPermanentFailure:
 		return Result{Status: r.Status, Code: code, Message: truncate(r.Message)}
 	default:
 		return Result{Status: StatusFailure, Code: code, Message: truncate(fmt.Sprintf("worker answered unknown status %q: %s", r.Status, r.Message))}

@@ -162,16 +162,16 @@ func TestTakeSlots_FlushesPendingAcksWhenNoSlotIsFree(t *testing.T) {
 	r := memRunner(t, 4)
 	// Acknowledgements an hour apart, so that only a flush sends one soon.
 	r.d.complete.Close()
-	r.d.complete = batch.New(func(_ context.Context, jobs []*store.Job) ([]struct{}, error) {
+	r.d.complete = batch.New(func(_ context.Context, jobs []ackItem) ([]struct{}, error) {
 		return make([]struct{}, len(jobs)), nil
 	}, 500, time.Hour)
 	ctx := t.Context()
-	if _, err := r.d.complete.Do(ctx, &store.Job{ID: 1}); err != nil { // the gap runs from here
+	if _, err := r.d.complete.Do(ctx, ackItem{job: &store.Job{ID: 1}}); err != nil { // the gap runs from here
 		t.Fatal(err)
 	}
 	r.slots.inflight.Store(4)
 	acked := make(chan error, 1)
-	go func() { acked <- r.ack(ctx, &store.Job{ID: 2}, false) }()
+	go func() { acked <- r.ack(ctx, ackItem{job: &store.Job{ID: 2}}, false) }()
 	testworker.WaitFor(t, 30*time.Second, "the acknowledgement pending", func() bool { return r.acking.Load() == 1 })
 	if got := r.takeSlots(1); got != 0 {
 		t.Fatalf("takeSlots(1) with every slot taken = %d", got)

@@ -67,6 +67,9 @@ type Leases interface {
 	JobResult(ctx context.Context, id int64, grabs int) (string, error)
 	JobResultsPurge(ctx context.Context, age time.Duration) (int64, error)
 	JobsLeaseExpired(ctx context.Context, p *store.JobsLeaseExpiredParams) ([]*store.Job, error)
+	// FinishedPrune deletes a queue's finished jobs older than its
+	// keep_finished, a batch at a time (finished.go).
+	FinishedPrune(ctx context.Context, p *store.FinishedPruneParams) (int64, error)
 }
 
 var _ Store = store.Store(nil)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -191,6 +192,7 @@ func goldenOptions(st store.Store) func(*options) {
 		o.api.Version = "v-test"
 		o.api.Settings = map[string]string{"database-url": "sqlite://rowq.db"}
 		o.api.MaxBodyBytes = 1 << 12
+		o.api.MaxResult = 64 // a completion's result over it answers 413
 		// A fixed key signs the same lease tokens on every run.
 		o.disp.LeaseKey = []byte("golden-lease-key")
 	}
@@ -384,6 +386,7 @@ func (g *golden) run() {
 	g.errorAnswers()
 	g.outbox()
 	g.leases()
+	g.finished()
 	g.authAnswers()
 	g.tooLarge()
 	g.databaseDown()
@@ -702,6 +705,59 @@ func (g *golden) leases() {
 	req("POST", "/queue/-%20/lease", "")
 	req("GET", "/queue/pq/stats", "")
 	req("GET", "/metrics", "")
+}
+
+// finished keeps the history of a pull queue with keep_finished: a
+// success with its result, a failure for good, a cancel; reads them one
+// by one and pages them, good and bad; a result over --max-result-bytes
+// and one on a failure.
+func (g *golden) finished() {
+	t, req := g.t, g.req
+	req("PUT", "/queue/hq", `{"delivery":"pull","keep_finished":-1}`)
+	req("PUT", "/queue/hq", `{"delivery":"pull","keep_finished":"1h"}`)
+	req("PUT", "/queue/hq", `{"delivery":"pull","keep_finished":3600}`)
+	req("PUT", "/routing/hc", `{"queue_name":"hq"}`)
+	req("GET", "/queue/hq", "")
+	for i := range 2 {
+		req("POST", "/job/hc", fmt.Sprintf(`{"payload":{"n":%d}}`, i))
+	}
+	later := req("POST", "/job/hc", `{"payload":"later","run_after":3600}`)
+	var id struct{ ID int64 }
+	if err := json.Unmarshal(later.body, &id); err != nil {
+		t.Fatal(err)
+	}
+	testworker.WaitFor(t, 30*time.Second, "this node leads queue hq", func() bool {
+		return g.b.doAs(t, goldenAdmin, "GET", "/queue/hq/node", "").status == http.StatusOK
+	})
+	first := leased(t, req("POST", "/queue/hq/lease", `{"max":1,"wait":10,"lease":30}`).body)
+	second := leased(t, req("POST", "/queue/hq/lease", `{"max":1,"wait":10,"lease":30}`).body)
+	complete := func(j leasedJob, body string) {
+		req("POST", fmt.Sprintf("/job/%d/complete", j.ID), `{"lease_token":"`+j.LeaseToken+`",`+body+`}`)
+	}
+	complete(first, `"status":"success","result":"`+strings.Repeat("r", 100)+`"`)
+	complete(first, `"status":"failure","result":{"a":1}`)
+	complete(first, `"status":"success","message":"done","result":{"rows":[1,2]}`)
+	complete(second, `"status":"permanent-failure","message":"bad input"`)
+	req("POST", fmt.Sprintf("/queue/hq/job/%d/cancel", id.ID), "")
+	for _, id := range []int64{first.ID, second.ID, id.ID} {
+		req("GET", fmt.Sprintf("/queue/hq/job/%d", id), "")
+	}
+	page := req("GET", "/queue/hq/finished?limit=2", "")
+	// The cursor holds a time: the file shows it masked.
+	path := "/queue/hq/finished?limit=2&cursor=" + url.QueryEscape(nextCursor(t, page.body))
+	res := g.b.doAs(t, goldenAdmin, "GET", path, "")
+	g.record("", "GET", "/queue/hq/finished?limit=2&cursor=CURSOR", "", res)
+	g.check("GET", path, "", "", res)
+	req("GET", "/queue/hq/finished?status=failed&category=hc", "")
+	req("GET", "/queue/hq/finished?since=2000-01-01T00:00:00Z&until=2000-01-02T00:00:00Z", "")
+	req("GET", "/queue/hq/finished?status=done", "")
+	req("GET", "/queue/hq/finished?category=a%20b", "")
+	req("GET", "/queue/hq/finished?since=yesterday", "")
+	req("GET", "/queue/hq/finished?until=tomorrow", "")
+	req("GET", "/queue/hq/finished?limit=0", "")
+	req("GET", "/queue/hq/finished?cursor=abc", "")
+	req("GET", "/queue/nope/finished", "")
+	req("GET", "/queue/q/finished", "")
 }
 
 // leasedJob is the part of a lease request's answer the cases use.

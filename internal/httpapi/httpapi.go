@@ -104,6 +104,9 @@ type Config struct {
 	WorkerURLs *egress.Policy
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// MaxResult bounds the result of a completion (--max-result-bytes);
+	// a larger one gets 413 (dispatch.DefaultMaxResultBytes when 0).
+	MaxResult int
 	// Version is reported by GET /version.
 	Version string
 	// Settings is reported by GET /settings (secrets already masked).
@@ -131,6 +134,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxResult <= 0 {
+		cfg.MaxResult = dispatch.DefaultMaxResultBytes
 	}
 	a := &API{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	a.routes()
@@ -180,6 +186,7 @@ func (a *API) routes() {
 	a.handle("DELETE /queue/{name}/job/{id}", need(byQueue, admin), a.deleteJob)
 	a.handle("POST /queue/{name}/job/{id}/cancel", need(byQueue, admin), a.cancelJob)
 	a.handle("GET /queue/{name}/failed", need(byQueue, read), a.listFailed)
+	a.handle("GET /queue/{name}/finished", need(byQueue, read), a.listFinished)
 	a.handle("GET /queue/{name}/failed/{id}", need(byQueue, read), a.getFailed)
 	a.handle("DELETE /queue/{name}/failed/{id}", need(byQueue, admin), a.deleteFailed)
 

@@ -277,8 +277,10 @@ func pathID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// getJob answers GET /queue/{name}/job/{id}: the live job, or, once it
+// finished, its history when its queue keeps finished jobs (finished.go).
 func (a *API) getJob(r *http.Request) (any, error) {
-	return one(a, r, "job", a.cfg.Store.JobGet, toJobJSON)
+	return one(a, r, "job", a.jobOrFinished, func(v any) any { return v })
 }
 
 func (a *API) deleteJob(r *http.Request) (any, error) {

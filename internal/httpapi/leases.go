@@ -87,6 +87,10 @@ func (a *API) completeJob(r *http.Request) (any, error) {
 	if len(req.Message) > validate.MaxLeaseMessage {
 		return nil, errorf(http.StatusBadRequest, "message: at most %d bytes, got %d", validate.MaxLeaseMessage, len(req.Message))
 	}
+	result, err := completionResult(req.Status, req.Result, a.cfg.MaxResult)
+	if err != nil {
+		return nil, err
+	}
 	var retryAfter *time.Duration
 	if req.RetryAfter != nil {
 		switch {
@@ -102,7 +106,7 @@ func (a *API) completeJob(r *http.Request) (any, error) {
 		return nil, err
 	}
 	err = a.cfg.Dispatcher.Complete(r.Context(), &dispatch.Completion{
-		ID: id, Token: req.LeaseToken, Status: req.Status, Message: req.Message, RetryAfter: retryAfter,
+		ID: id, Token: req.LeaseToken, Status: req.Status, Message: req.Message, RetryAfter: retryAfter, Result: result,
 	})
 	if err != nil {
 		return nil, leaseError(err)

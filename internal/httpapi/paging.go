@@ -28,6 +28,7 @@ const (
 	cursorRun     = "r"  // id
 	cursorReject  = "o"  // id
 	cursorQueue   = "q"  // name
+	cursorFin     = "fi" // finished_at (µs), id
 )
 
 func encodeCursor(tag string, keys ...int64) string {

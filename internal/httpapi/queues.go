@@ -15,7 +15,7 @@ import (
 func toQueueJSON(q *store.Queue) *rowqtype.Queue {
 	return &rowqtype.Queue{Name: q.Name, PollingInterval: q.PollingInterval, MaxWorkers: q.MaxWorkers,
 		MaxDispatchesPerSecond: q.MaxDispatchesPerSecond, MaxBurstSize: q.MaxBurstSize, Paused: q.Paused,
-		Delivery: store.DeliveryOf(q)}
+		Delivery: store.DeliveryOf(q), KeepFinished: q.KeepFinished}
 }
 
 func notFound(err error, format string, args ...any) error {
@@ -116,6 +116,9 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 	if err := checkDelivery(req.Delivery); err != nil {
 		return nil, err
 	}
+	if err := checkRange("keep_finished", req.KeepFinished, 0, rowqtype.MaxKeepFinished); err != nil {
+		return nil, err
+	}
 	def := a.cfg.QueueDefaults
 	q := &store.Queue{
 		Name:                   name,
@@ -124,6 +127,7 @@ func (a *API) putQueue(r *http.Request) (any, error) {
 		MaxDispatchesPerSecond: req.MaxDispatchesPerSecond,
 		MaxBurstSize:           req.MaxBurstSize,
 		Delivery:               valueOr(req.Delivery, store.DeliveryOf(&def)),
+		KeepFinished:           valueOr(req.KeepFinished, 0),
 	}
 	defer a.cfg.Enqueue.RoutesChanged()
 	q, err := a.cfg.Store.QueuePut(r.Context(), q)

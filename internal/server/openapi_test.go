@@ -334,6 +334,7 @@ func (c *realRun) listings(deferredID int64) *queuePage {
 	c.call("GET", fmt.Sprintf("/queue/q/job/%d", deferredID), "", 200)
 	c.call("DELETE", fmt.Sprintf("/queue/q/job/%d", deferredID), "", 200)
 	c.call("GET", "/queue/q/failed", "", 200)
+	c.call("GET", "/queue/q/finished?status=succeeded&limit=10", "", 200)
 	return &page
 }
 

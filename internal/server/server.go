@@ -333,6 +333,7 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 		QueueDefaults: s.queueDefaults(),
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
+		MaxResult:     cfg.MaxResultBytes,
 		Version:       Version,
 		Settings:      cfg.Settings(backend.Redact),
 		Auth:          verifier,
@@ -379,6 +380,7 @@ func (s *Server) newDispatcher(leaseKey string, st *stats.Recorder, peers *notif
 		Handoff:         cfg.DispatchHandoff,
 		Nudger:          peers,
 		Tracer:          tracer,
+		MaxResultBytes:  cfg.MaxResultBytes,
 	})
 }
 

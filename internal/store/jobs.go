@@ -284,6 +284,11 @@ type JobsCompleteParams struct {
 	// store that lists ordered jobs apart (MySQL's ordered_jobs) forgets
 	// them too, at no cost to the others.
 	Ordered []int64
+	// Keep lists those of IDs whose queue keeps its finished jobs, with
+	// what their history records: the store writes it (FinishedStore) in
+	// the transaction that deletes them. Empty: the jobs are deleted, as
+	// without history, by the same statement.
+	Keep []FinishNote
 }
 
 // JobsReleaseParams are the arguments of JobStore.JobsRelease.
@@ -323,6 +328,9 @@ type JobFailParams struct {
 	Status  string // worker result: "failure" or "permanent-failure"
 	Code    int    // HTTP status code, 0 when there was no response
 	Message string
+	// Keep writes the job's history (FinishedStore) in the same
+	// transaction: its queue keeps its finished jobs.
+	Keep bool
 }
 
 // JobsInsertGrabbedParams are the arguments of JobStore.JobsInsertGrabbed.

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Leases: a worker that answers a delivery with "accepted" holds the job
 // under a lease of its own (StateLeased until grabbed_until), renews it with
@@ -57,12 +60,23 @@ type JobFinishParams struct {
 	// leased, grabbed_until passed), and records no result: a worker
 	// that completes it later learns that its lease was lost.
 	Expired bool
+	// Result is the worker's result of a success (FinishDelete), kept
+	// with Message in the job's history when its queue keeps finished
+	// jobs; nil for none. Whether it does, JobFinish reads in the
+	// statement that locks the job (no statement more).
+	Result json.RawMessage
 }
 
 // JobsSucceedParams are the arguments of JobStore.JobsSucceed.
 type JobsSucceedParams struct {
 	Grabs  []JobGrab
 	Status string // the result recorded for each grab
+	// Notes, when not nil, holds for each of Grabs (same index) the
+	// worker's message and result, which the job's history keeps when its
+	// queue keeps finished jobs (JobsSucceed reads that in the statement
+	// that locks the jobs: no statement more for a queue that keeps none).
+	// Without Notes such a job's history has neither.
+	Notes []FinishNote
 }
 
 // JobsLeaseExpiredParams are the arguments of JobStore.JobsLeaseExpired.

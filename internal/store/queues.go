@@ -61,6 +61,9 @@ type Queue struct {
 	Paused bool
 	// Delivery is DeliveryPush or DeliveryPull; "" is stored as push.
 	Delivery string
+	// KeepFinished is how long, in seconds, the queue keeps its finished
+	// jobs (finished.go); 0 keeps none: a job that succeeds is deleted.
+	KeepFinished int
 }
 
 // Deliveries of a queue (Queue.Delivery).

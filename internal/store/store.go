@@ -83,6 +83,7 @@ type Store interface {
 	RoutingStore
 	JobStore
 	FailedJobStore
+	FinishedStore
 	InspectStore
 	StatsStore
 	LockStore

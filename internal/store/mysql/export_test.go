@@ -106,3 +106,9 @@ func (s *Store) Server(ctx context.Context) (returning, galera bool, err error) 
 	info, err := s.server(ctx)
 	return info.returning, info.galera, err
 }
+
+// History statements, for the EXPLAIN test.
+var (
+	FinishedPruneFindSQL = finishedPruneFindSQL
+	FinishedListSQL      = finishedListSQL
+)

@@ -373,7 +373,15 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 // p.Node, then the ordered_jobs rows of p.Ordered, and returns how many
 // jobs it deleted.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	n, err := s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node, store.StateGrabbed)
+	var (
+		n   int64
+		err error
+	)
+	if len(p.Keep) > 0 {
+		n, err = s.completeKept(ctx, p)
+	} else {
+		n, err = s.execHeld(ctx, completeSQL, nil, p.IDs, p.Node, store.StateGrabbed)
+	}
 	if err == nil && len(p.Ordered) > 0 {
 		// After the jobs, not in their transaction: a row left behind by
 		// a crash in between is looked past (JobsKeyHeads).
@@ -578,6 +586,9 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 				return err
 			}
 			f, err = moveToFailed(ctx, tx, j, now, p.Status, p.Code, p.Message)
+			if err == nil && p.Keep {
+				err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedFailed, p.Message, nil, now))
+			}
 			return err
 		})
 	})

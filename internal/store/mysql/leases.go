@@ -66,13 +66,25 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 	var queue string
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var now time.Time
-			j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT `+jobCols+`, NOW(6)
-				FROM jobs WHERE `+guard+` FOR UPDATE`, p.ID, p.Grabs), &now)
+			var (
+				now  time.Time
+				keep sql.NullInt64
+			)
+			j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT `+jobCols+`, NOW(6), `+keepOf+`
+				FROM jobs WHERE `+guard+` FOR UPDATE`, p.ID, p.Grabs), &now, &keep)
 			if err != nil {
 				return err
 			}
 			queue = j.Queue
+			if keep.Int64 > 0 && p.Outcome != store.FinishRetry {
+				status := store.FinishedSucceeded
+				if p.Outcome == store.FinishFail {
+					status = store.FinishedFailed
+				}
+				if err := insertFinished(ctx, tx, store.FinishedOf(j, status, p.Message, p.Result, now)); err != nil {
+					return err
+				}
+			}
 			switch p.Outcome {
 			case store.FinishDelete:
 				_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
@@ -172,9 +184,19 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	var j *store.Job
 	err := retry(ctx, func() error {
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`
-				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue))
+			var (
+				err error
+				now time.Time
+			)
+			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ SELECT `+jobCols+`, NOW(6)
+				FROM jobs WHERE id = ? AND queue_name = ? FOR UPDATE`, id, queue), &now)
+			if err != nil {
+				return err
+			}
+			keep, err := keepFinished(ctx, tx, queue)
+			if err == nil && keep {
+				err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedCancelled, store.ResultCancelled, nil, now))
+			}
 			if err != nil {
 				return err
 			}
@@ -220,9 +242,10 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 				grabs   int
 				queue   string
 				ordered bool
+				keep    bool
 			}
 			found := map[int64]held{}
-			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name, ordered FROM jobs FORCE INDEX (PRIMARY)
+			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name, ordered, `+keepOf+` FROM jobs FORCE INDEX (PRIMARY)
 				WHERE id IN (`+sqldb.Placeholders(len(ids))+`) AND state IN ('grabbed', 'leased') FOR UPDATE`, idArgs(ids)...)
 			if err != nil {
 				return err
@@ -230,10 +253,12 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			for rows.Next() {
 				var id int64
 				var h held
-				if err := rows.Scan(&id, &h.grabs, &h.queue, &h.ordered); err != nil {
+				var keep sql.NullInt64
+				if err := rows.Scan(&id, &h.grabs, &h.queue, &h.ordered, &keep); err != nil {
 					rows.Close()
 					return err
 				}
+				h.keep = keep.Int64 > 0
 				found[id] = h
 			}
 			if err := rows.Close(); err != nil {
@@ -242,12 +267,20 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			var (
 				del, results []any
 				ordered      []int64
+				kept         = map[int64]store.FinishNote{}
 			)
 			for i, g := range p.Grabs {
 				if h, ok := found[g.ID]; ok && h.grabs == g.Grabs {
 					out[i] = h.queue
 					if h.ordered {
 						ordered = append(ordered, g.ID)
+					}
+					if h.keep {
+						note := store.FinishNote{ID: g.ID}
+						if p.Notes != nil {
+							note = p.Notes[i]
+						}
+						kept[g.ID] = note
 					}
 					delete(found, g.ID) // the same grab twice: once
 					del = append(del, g.ID)
@@ -256,6 +289,9 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			}
 			if len(del) == 0 {
 				return nil
+			}
+			if err := succeedKept(ctx, tx, kept); err != nil {
+				return err
 			}
 			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.succeed */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(del))+`)`, del...); err != nil {
 				return err

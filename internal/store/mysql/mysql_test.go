@@ -152,6 +152,19 @@ func TestGrab_UsesFetchIndexWithoutFilesort(t *testing.T) {
 	checkPlan(t, s.DB(), "grab", mysql.GrabSQL, "jobs_fetch", false, int64(time.Minute/time.Microsecond), "q1", 100)
 }
 
+// TestExplain_Finished: the history's listing (newest first, after a
+// cursor, filtered) and the prune's find walk finished_jobs_queue in its
+// order, without a sort, however large the history.
+func TestExplain_Finished(t *testing.T) {
+	ctx := t.Context()
+	s := openMigrated(ctx, t)
+	at := time.Now()
+	checkPlan(t, s.DB(), "finished list", mysql.FinishedListSQL("queue_name = ?"), "finished_jobs_queue", false, "q", 100)
+	checkPlan(t, s.DB(), "finished list after a cursor, filtered", mysql.FinishedListSQL("queue_name = ? AND status = ? AND finished_at >= ? AND (finished_at, id) < (?, ?)"),
+		"finished_jobs_queue", false, "q", "failed", at.Add(-time.Hour), at, 5, 100)
+	checkPlan(t, s.DB(), "finished prune", mysql.FinishedPruneFindSQL, "finished_jobs_queue", false, "q", int64(time.Hour/time.Microsecond), 1000)
+}
+
 // checkPlan runs EXPLAIN query and fails t unless the plan is one row that
 // uses the index key, with a filesort if and only if sorts: a walk of the
 // right index in its order costs the same however large the table.
@@ -235,7 +248,7 @@ func BenchmarkJobs_InsertGrabComplete(b *testing.B) {
 
 // openMigrated opens a MySQL store (not the store interface: the EXPLAIN
 // tests need its DB) on a fresh, migrated database, closed when t ends.
-func openMigrated(ctx context.Context, t *testing.T) *mysql.Store {
+func openMigrated(ctx context.Context, t testing.TB) *mysql.Store {
 	t.Helper()
 	dsn, err := mysql.DSNFromURL(dbtest.URL(t, "mysql"))
 	if err != nil {

@@ -28,7 +28,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 	return s.QueueGet(ctx, name)
 }
 
-const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery"
+const queueCols = "name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery, keep_finished"
 
 func scanQueue(sc sqldb.Scanner) (*store.Queue, error) { return scanQueueAnd(sc) }
 
@@ -39,7 +39,7 @@ func scanQueueAnd(sc sqldb.Scanner, extra ...any) (*store.Queue, error) {
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	dest := append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery}, extra...)
+	dest := append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery, &q.KeepFinished}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -61,11 +61,11 @@ func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]*
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.db.ExecContext(ctx, `/* rowq:queues.put */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
-		ON DUPLICATE KEY UPDATE polling_interval = ?, max_workers = ?, max_dispatches_per_second = ?, max_burst_size = ?, delivery = ?, updated_at = NOW(6)`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q),
-		q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
+		ON DUPLICATE KEY UPDATE polling_interval = ?, max_workers = ?, max_dispatches_per_second = ?, max_burst_size = ?, delivery = ?, keep_finished = ?, updated_at = NOW(6)`,
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished,
+		q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished)
 	if err != nil {
 		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
@@ -76,10 +76,10 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 // queue either way.
 func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.db.ExecContext(ctx, `/* rowq:queues.ensure */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, NOW(6), NOW(6))
 		ON DUPLICATE KEY UPDATE name = name`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished)
 	if err != nil {
 		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}

@@ -227,9 +227,17 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	if len(p.IDs) == 0 {
 		return 0, nil
 	}
-	n, err := s.exec(ctx, `/* rowq:jobs.complete */
+	var (
+		n   int64
+		err error
+	)
+	if len(p.Keep) > 0 {
+		n, err = s.completeKept(ctx, p)
+	} else {
+		n, err = s.exec(ctx, `/* rowq:jobs.complete */
 		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
-		p.IDs, p.Node)
+			p.IDs, p.Node)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
 	}
@@ -299,6 +307,13 @@ func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64,
 // fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
 // hold it.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
+	if p.Keep {
+		f, err := queryOne(ctx, s, scanFailedJob, failKeptSQL, p.ID, p.Node, p.Status, p.Code, p.Message)
+		if err != nil {
+			return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
+		}
+		return f, nil
+	}
 	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
 		WITH d AS (
 			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2

@@ -50,7 +50,18 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 	args := []any{p.ID, p.Grabs}
 	switch p.Outcome {
 	case store.FinishDelete:
-		q = `/* rowq:jobs.finish */ DELETE FROM jobs WHERE ` + guard + ` RETURNING queue_name`
+		// The history of a queue that keeps its finished jobs is written
+		// by the same statement (k); $3, $4 are the message and result.
+		q = `/* rowq:jobs.finish */ WITH d AS (
+			DELETE FROM jobs WHERE ` + guard + `
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at, next_try),
+		k AS (
+			INSERT INTO finished_jobs (` + finishedCols + `)
+			SELECT d.id, d.queue_name, d.category, d.url, d.payload, 'succeeded', d.fail_count + 1, d.created_at, d.next_try, now(), $3, $4
+			FROM d JOIN queues q ON q.name = d.queue_name WHERE q.keep_finished > 0
+			` + finishedUpsert + `)
+		SELECT queue_name FROM d`
+		args = append(args, p.Message, nullJSON(p.Result))
 	case store.FinishRetry:
 		q = `/* rowq:jobs.finish */ UPDATE jobs SET state = 'waiting', fail_count = fail_count + 1,
 			next_try = now() + make_interval(secs => $3), grabbed_by = NULL, grabbed_until = NULL,
@@ -60,8 +71,13 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 	case store.FinishFail:
 		q = `/* rowq:jobs.finish */ WITH d AS (
 			DELETE FROM jobs WHERE ` + guard + `
-			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
+			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs, next_try,
+				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered),
+			k AS (
+				INSERT INTO finished_jobs (` + finishedCols + `)
+				SELECT d.id, d.queue_name, d.category, d.url, d.payload, 'failed', d.fail_count + 1, d.created_at, d.next_try, now(), $5, NULL
+				FROM d JOIN queues q ON q.name = d.queue_name WHERE q.keep_finished > 0
+				` + finishedUpsert + `)
 			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
 			SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
@@ -136,7 +152,14 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		r AS (
 			INSERT INTO job_results (job_id, grabs, status, created_at)
 			SELECT id, grabs, $3, now() FROM d WHERE state <> 'waiting'
-			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at),
+		k AS (
+			INSERT INTO finished_jobs (`+finishedCols+`)
+			SELECT d.id, d.queue_name, d.category, d.url, d.payload, 'cancelled',
+				d.fail_count + CASE WHEN d.state = 'waiting' THEN 0 ELSE 1 END, d.created_at,
+				CASE WHEN d.state = 'waiting' THEN NULL ELSE d.next_try END, now(), $3, NULL
+			FROM d JOIN queues q ON q.name = d.queue_name WHERE q.keep_finished > 0
+			`+finishedUpsert+`)
 		SELECT `+jobCols+` FROM d`, id, queue, store.ResultCancelled)
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
@@ -160,6 +183,25 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		Grabs int
 		Queue string
 	}
+	var (
+		msgs    []string
+		results []*string
+	)
+	if p.Notes != nil {
+		msgs, results = make([]string, len(p.Grabs)), make([]*string, len(p.Grabs))
+	}
+	for i := range p.Notes {
+		msgs[i] = p.Notes[i].Message
+		if r := p.Notes[i].Result; len(r) > 0 {
+			text := string(r)
+			results[i] = &text
+		}
+	}
+	// The history of the jobs whose queue keeps finished jobs is written
+	// by the same statement (k), with the grabs' messages and results.
+	// k reads the deleted rows from jobs as the statement's snapshot still
+	// shows them, so that d returns no more than it did without history,
+	// and only for the queues that keep it.
 	deleted, err := queryAll(ctx, s, pgx.RowToStructByPos[done], `/* rowq:jobs.succeed */ WITH g AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[]) AS g(id, grabs)),
 		d AS (
@@ -167,8 +209,16 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			RETURNING j.id, j.grabs, j.queue_name),
 		r AS (
 			INSERT INTO job_results (job_id, grabs, status, created_at) SELECT id, grabs, $3, now() FROM d
-			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at)
-		SELECT id, grabs, queue_name FROM d`, ids, grabs, p.Status)
+			ON CONFLICT (job_id, grabs) DO UPDATE SET status = excluded.status, created_at = excluded.created_at),
+		k AS (
+			INSERT INTO finished_jobs (`+finishedCols+`)
+			SELECT DISTINCT ON (j.id) j.id, j.queue_name, j.category, j.url, j.payload, 'succeeded', j.fail_count + 1, j.created_at, j.next_try, now(),
+				coalesce(n.message, ''), n.result
+			FROM d JOIN queues q ON q.name = d.queue_name AND q.keep_finished > 0
+			JOIN jobs j ON j.id = d.id
+			LEFT JOIN unnest($1::bigint[], $4::text[], $5::text[]) AS n(id, message, result) ON n.id = d.id
+			`+finishedUpsert+`)
+		SELECT id, grabs, queue_name FROM d`, ids, grabs, p.Status, msgs, results)
 	if err != nil {
 		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
 	}

@@ -20,14 +20,14 @@ func (s *Store) QueueSetPaused(ctx context.Context, name string, paused bool) (*
 	return q, nil
 }
 
-const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery`
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery, keep_finished`
 
 func scanQueue(row pgx.CollectableRow) (*store.Queue, error) { return scanQueueAnd(row) }
 
 // scanQueueAnd scans queueCols, then more columns into extra.
 func scanQueueAnd(row pgx.CollectableRow, extra ...any) (*store.Queue, error) {
 	var q store.Queue
-	err := row.Scan(append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused, &q.Delivery}, extra...)...)
+	err := row.Scan(append([]any{&q.Name, &q.PollingInterval, &q.MaxWorkers, &q.MaxDispatchesPerSecond, &q.MaxBurstSize, &q.Paused, &q.Delivery, &q.KeepFinished}, extra...)...)
 	return &q, err
 }
 
@@ -35,17 +35,18 @@ func scanQueueAnd(row pgx.CollectableRow, extra ...any) (*store.Queue, error) {
 // and created_at.
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	got, err := queryOne(ctx, s, scanQueue, `/* rowq:queues.put */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 		ON CONFLICT (name) DO UPDATE SET
 			polling_interval = EXCLUDED.polling_interval,
 			max_workers = EXCLUDED.max_workers,
 			max_dispatches_per_second = EXCLUDED.max_dispatches_per_second,
 			max_burst_size = EXCLUDED.max_burst_size,
 			delivery = EXCLUDED.delivery,
+			keep_finished = EXCLUDED.keep_finished,
 			updated_at = EXCLUDED.updated_at
 		RETURNING `+queueCols,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished)
 	if err != nil {
 		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
 	}
@@ -56,10 +57,10 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 // queue either way.
 func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	_, err := s.exec(ctx, `/* rowq:queues.ensure */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, now(), now())
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, now(), now())
 		ON CONFLICT (name) DO NOTHING`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q))
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished)
 	if err != nil {
 		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}

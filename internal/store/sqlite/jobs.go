@@ -199,7 +199,15 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 
 // JobsComplete deletes jobs the node still holds.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
-	n, err := s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node, store.StateGrabbed)
+	var (
+		n   int64
+		err error
+	)
+	if len(p.Keep) > 0 && len(p.IDs) > 0 {
+		n, err = s.completeKept(ctx, p)
+	} else {
+		n, err = s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node, store.StateGrabbed)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs: %w", len(p.IDs), err)
 	}
@@ -296,8 +304,15 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 		if f, err = scanFailed(row); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ?`, p.ID)
-		return err
+		if !p.Keep {
+			_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ?`, p.ID)
+			return err
+		}
+		j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ? RETURNING `+jobCols, p.ID))
+		if err != nil {
+			return err
+		}
+		return insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedFailed, p.Message, nil, f.FailedAt))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)

@@ -58,10 +58,21 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 		if p.Expired {
 			args = append(args, now)
 		}
-		if err := tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT queue_name FROM jobs WHERE `+guard, args...).Scan(&queue); err != nil {
+		var keep sql.NullInt64
+		j, err := scanJob(withExtra(tx.QueryRowContext(ctx, `/* rowq:jobs.finish */ SELECT `+jobCols+`, `+keepOf+` FROM jobs WHERE `+guard, args...), &keep))
+		if err != nil {
 			return err
 		}
-		var err error
+		queue = j.Queue
+		if keep.Int64 > 0 && p.Outcome != store.FinishRetry {
+			status := store.FinishedSucceeded
+			if p.Outcome == store.FinishFail {
+				status = store.FinishedFailed
+			}
+			if err := insertFinished(ctx, tx, store.FinishedOf(j, status, p.Message, p.Result, fromMicros(now))); err != nil {
+				return err
+			}
+		}
 		switch p.Outcome {
 		case store.FinishDelete:
 			_, err = tx.ExecContext(ctx, `/* rowq:jobs.finish */ DELETE FROM jobs WHERE id = ?`, p.ID)
@@ -144,6 +155,13 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
+		if err != nil {
+			return err
+		}
+		keep, err := keepFinished(ctx, tx, queue)
+		if err == nil && keep {
+			err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedCancelled, store.ResultCancelled, nil, fromMicros(s.micros())))
+		}
 		if err != nil || j.State == store.StateWaiting {
 			return err
 		}
@@ -172,19 +190,23 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		}
 		rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ DELETE FROM jobs
 			WHERE (id, grabs) IN (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(p.Grabs)), ", ")+`)
-			AND state IN ('grabbed', 'leased') RETURNING id, grabs, queue_name`, args...)
+			AND state IN ('grabbed', 'leased') RETURNING `+jobCols+`, `+keepOf, args...)
 		if err != nil {
 			return err
 		}
-		deleted := map[store.JobGrab]string{}
+		type gone struct {
+			job  *store.Job
+			keep bool
+		}
+		deleted := map[store.JobGrab]gone{}
 		for rows.Next() {
-			var g store.JobGrab
-			var queue string
-			if err := rows.Scan(&g.ID, &g.Grabs, &queue); err != nil {
+			var keep sql.NullInt64
+			j, err := scanJob(withExtra(rows, &keep))
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			deleted[g] = queue
+			deleted[store.JobGrab{ID: j.ID, Grabs: j.Grabs}] = gone{job: j, keep: keep.Int64 > 0}
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -192,15 +214,26 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		out = make([]string, len(p.Grabs))
 		results := make([]any, 0, 4*len(deleted))
 		now := s.micros()
+		var kept []*store.FinishedJob
 		for i, g := range p.Grabs {
-			if q, ok := deleted[g]; ok {
-				out[i] = q
+			if d, ok := deleted[g]; ok {
+				out[i] = d.job.Queue
 				delete(deleted, g) // the same grab twice: once
 				results = append(results, g.ID, g.Grabs, p.Status, now)
+				if d.keep {
+					var note store.FinishNote
+					if p.Notes != nil {
+						note = p.Notes[i]
+					}
+					kept = append(kept, store.FinishedOf(d.job, store.FinishedSucceeded, note.Message, note.Result, fromMicros(now)))
+				}
 			}
 		}
 		if len(results) == 0 {
 			return nil
+		}
+		if err := insertFinished(ctx, tx, kept...); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `/* rowq:jobs.succeed */ INSERT INTO job_results (job_id, grabs, status, created_at) VALUES `+
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(results)/4), ", ")+

@@ -9,7 +9,7 @@ import (
 	"github.com/rowq/rowq/internal/store/sqldb"
 )
 
-const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery`
+const queueCols = `name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, paused, delivery, keep_finished`
 
 func scanQueue(row sqldb.Scanner) (*store.Queue, error) {
 	var (
@@ -17,7 +17,7 @@ func scanQueue(row sqldb.Scanner) (*store.Queue, error) {
 		rate  sql.NullFloat64
 		burst sql.NullInt64
 	)
-	if err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery); err != nil {
+	if err := row.Scan(&q.Name, &q.PollingInterval, &q.MaxWorkers, &rate, &burst, &q.Paused, &q.Delivery, &q.KeepFinished); err != nil {
 		return nil, err
 	}
 	if rate.Valid {
@@ -39,13 +39,13 @@ func queryQueues(ctx context.Context, db *sql.DB, query string, args ...any) ([]
 func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	now := s.micros()
 	row := s.w.QueryRowContext(ctx, `/* rowq:queues.put */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET polling_interval = excluded.polling_interval, max_workers = excluded.max_workers,
 			max_dispatches_per_second = excluded.max_dispatches_per_second, max_burst_size = excluded.max_burst_size,
-			delivery = excluded.delivery, updated_at = excluded.updated_at
+			delivery = excluded.delivery, keep_finished = excluded.keep_finished, updated_at = excluded.updated_at
 		RETURNING `+queueCols,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), now, now)
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished, now, now)
 	got, err := scanQueue(row)
 	if err != nil {
 		return nil, fmt.Errorf("put queue %q: %w", q.Name, mapErr(err))
@@ -57,9 +57,9 @@ func (s *Store) QueuePut(ctx context.Context, q *store.Queue) (*store.Queue, err
 func (s *Store) QueueEnsure(ctx context.Context, q *store.Queue) (*store.Queue, error) {
 	now := s.micros()
 	_, err := s.w.ExecContext(ctx, `/* rowq:queues.ensure */
-		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
-		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), now, now)
+		INSERT INTO queues (name, polling_interval, max_workers, max_dispatches_per_second, max_burst_size, delivery, keep_finished, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+		q.Name, q.PollingInterval, q.MaxWorkers, q.MaxDispatchesPerSecond, q.MaxBurstSize, store.DeliveryOf(q), q.KeepFinished, now, now)
 	if err != nil {
 		return nil, fmt.Errorf("ensure queue %q: %w", q.Name, mapErr(err))
 	}

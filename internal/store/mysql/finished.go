@@ -1,0 +1,226 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/sqldb"
+)
+
+const finishedCols = "id, queue_name, category, url, payload, status, attempts, created_at, started_at, finished_at, message, result"
+
+func scanFinished(sc sqldb.Scanner) (*store.FinishedJob, error) {
+	var (
+		f               store.FinishedJob
+		payload, result []byte
+		started         sql.NullTime
+	)
+	if err := sc.Scan(&f.ID, &f.Queue, &f.Category, &f.URL, &payload, &f.Status, &f.Attempts,
+		&f.CreatedAt, &started, &f.FinishedAt, &f.Message, &result); err != nil {
+		return nil, err
+	}
+	f.Payload, f.Result = payload, result
+	if started.Valid {
+		f.StartedAt = &started.Time
+	}
+	return &f, nil
+}
+
+// insertFinishedSQL writes n history rows; a job retried from the failure
+// log keeps its id, and its later outcome replaces its row.
+func insertFinishedSQL(n int) string {
+	return `/* rowq:finished.insert */ INSERT INTO finished_jobs (` + finishedCols + `) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+		` ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), category = VALUES(category), url = VALUES(url),
+		payload = VALUES(payload), status = VALUES(status), attempts = VALUES(attempts), created_at = VALUES(created_at),
+		started_at = VALUES(started_at), finished_at = VALUES(finished_at), message = VALUES(message), result = VALUES(result)`
+}
+
+// insertFinished writes the history rows fs in tx.
+func insertFinished(ctx context.Context, tx *sql.Tx, fs ...*store.FinishedJob) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 12*len(fs))
+	for _, f := range fs {
+		args = append(args, f.ID, f.Queue, f.Category, f.URL, nullBytes(f.Payload), f.Status, f.Attempts,
+			f.CreatedAt, f.StartedAt, f.FinishedAt, f.Message, nullBytes(f.Result))
+	}
+	_, err := tx.ExecContext(ctx, insertFinishedSQL(len(fs)), args...)
+	return err
+}
+
+// nullBytes stores nil or empty bytes as NULL, others as text.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// completeKept is JobsComplete for a batch of which some jobs keep their
+// history: in one transaction it locks the held rows of those jobs, writes
+// their history, and deletes the batch with JobsComplete's statement.
+func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+	notes := make(map[int64]store.FinishNote, len(p.Keep))
+	keep := make([]int64, 0, len(p.Keep))
+	for _, k := range p.Keep {
+		notes[k.ID] = k
+		keep = append(keep, k.ID)
+	}
+	var n int64
+	err := retry(ctx, func() error {
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			var now time.Time
+			jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc, &now) },
+				`/* rowq:jobs.complete */ SELECT `+jobCols+`, NOW(6) FROM jobs FORCE INDEX (PRIMARY)
+				WHERE id IN (`+sqldb.Placeholders(len(keep))+`) AND state = 'grabbed' AND grabbed_by = ? FOR UPDATE`,
+				append(idArgs(keep), p.Node)...)
+			if err != nil {
+				return err
+			}
+			fs := make([]*store.FinishedJob, len(jobs))
+			for i, j := range jobs {
+				note := notes[j.ID]
+				fs[i] = store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now)
+			}
+			if err := insertFinished(ctx, tx, fs...); err != nil {
+				return err
+			}
+			n, err = sqldb.Affected(tx.ExecContext(ctx, heldSQL(completeSQL, len(p.IDs)),
+				append(idArgs(p.IDs), store.StateGrabbed, p.Node)...))
+			return err
+		})
+	})
+	return n, mapErr(err)
+}
+
+// FinishedGet returns the history row of job id of queue.
+func (s *Store) FinishedGet(ctx context.Context, queue string, id int64) (*store.FinishedJob, error) {
+	f, err := scanFinished(s.db.QueryRowContext(ctx, `/* rowq:finished.get */ SELECT `+finishedCols+`
+		FROM finished_jobs WHERE id = ? AND queue_name = ?`, id, queue))
+	if err != nil {
+		return nil, fmt.Errorf("get finished job %d of queue %q: %w", id, queue, mapErr(err))
+	}
+	return f, nil
+}
+
+// FinishedList returns a page of the queue's history, newest first, from
+// finished_jobs_queue; the filters on status and category are applied to
+// the rows the index walks.
+func (s *Store) FinishedList(ctx context.Context, p *store.FinishedListParams) ([]*store.FinishedJob, error) {
+	var (
+		where strings.Builder
+		args  = []any{p.Queue}
+	)
+	where.WriteString(`queue_name = ?`)
+	if p.Status != "" {
+		where.WriteString(` AND status = ?`)
+		args = append(args, p.Status)
+	}
+	if p.Category != "" {
+		where.WriteString(` AND category = ?`)
+		args = append(args, p.Category)
+	}
+	if !p.Since.IsZero() {
+		where.WriteString(` AND finished_at >= ?`)
+		args = append(args, p.Since)
+	}
+	if !p.Until.IsZero() {
+		where.WriteString(` AND finished_at < ?`)
+		args = append(args, p.Until)
+	}
+	if p.Before != nil {
+		where.WriteString(` AND (finished_at, id) < (?, ?)`)
+		args = append(args, p.Before.FinishedAt, p.Before.ID)
+	}
+	args = append(args, p.Limit)
+	fs, err := sqldb.QueryAll(ctx, s.db, scanFinished, finishedListSQL(where.String()), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list finished jobs of queue %q: %w", p.Queue, mapErr(err))
+	}
+	return fs, nil
+}
+
+// finishedPruneFindSQL selects the ids of the oldest rows of a queue
+// (its first argument) older than the second (µs), at most the third:
+// a walk of finished_jobs_queue from the queue's oldest row.
+const finishedPruneFindSQL = `/* rowq:finished.prune */ SELECT id
+	FROM finished_jobs FORCE INDEX (finished_jobs_queue)
+	WHERE queue_name = ? AND finished_at < NOW(6) - INTERVAL ? MICROSECOND
+	ORDER BY finished_at, id LIMIT ?`
+
+// finishedListSQL is FinishedList's SELECT for the conditions where.
+func finishedListSQL(where string) string {
+	return `/* rowq:finished.list */ SELECT ` + finishedCols + `
+		FROM finished_jobs FORCE INDEX (finished_jobs_queue) WHERE ` + where + `
+		ORDER BY finished_at DESC, id DESC LIMIT ?`
+}
+
+// FinishedPrune selects up to p.Limit ids of rows older than p.Age, oldest
+// first, and deletes them by id, in one short transaction.
+func (s *Store) FinishedPrune(ctx context.Context, p *store.FinishedPruneParams) (int64, error) {
+	var n int64
+	err := retry(ctx, func() error {
+		n = 0
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			ids, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, finishedPruneFindSQL, p.Queue, p.Age.Microseconds(), p.Limit)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			n, err = sqldb.Affected(tx.ExecContext(ctx, `/* rowq:finished.prune */ DELETE FROM finished_jobs
+				WHERE id IN (`+sqldb.Placeholders(len(ids))+`)`, idArgs(ids)...))
+			return err
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune finished jobs of queue %q: %w", p.Queue, mapErr(err))
+	}
+	return n, nil
+}
+
+// keepFinished reports whether queue keeps its finished jobs, read in tx
+// (JobCancel, which is no hot path, decides itself).
+func keepFinished(ctx context.Context, tx *sql.Tx, queue string) (bool, error) {
+	var keep int
+	err := tx.QueryRowContext(ctx, `/* rowq:queues.keep */ SELECT keep_finished FROM queues WHERE name = ?`, queue).Scan(&keep)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	return keep > 0, err
+}
+
+// keepOf is a column of a statement on jobs: the keep_finished of the
+// row's queue (NULL for a queue deleted since). A subquery, so that a
+// locking read of jobs locks no row of queues: MySQL and MariaDB lock the
+// rows of a subquery only when it has its own locking clause.
+const keepOf = `(SELECT keep_finished FROM queues WHERE queues.name = jobs.queue_name)`
+
+// succeedKept writes the history of the jobs of kept, which tx holds
+// locked, as succeeded with their notes.
+func succeedKept(ctx context.Context, tx *sql.Tx, kept map[int64]store.FinishNote) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(kept))
+	for id := range kept {
+		ids = append(ids, id)
+	}
+	var now time.Time
+	jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc, &now) },
+		`/* rowq:jobs.succeed */ SELECT `+jobCols+`, NOW(6) FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(ids))+`)`,
+		idArgs(ids)...)
+	if err != nil {
+		return err
+	}
+	fs := make([]*store.FinishedJob, len(jobs))
+	for i, j := range jobs {
+		note := kept[j.ID]
+		fs[i] = store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now)
+	}
+	return insertFinished(ctx, tx, fs...)
+}
