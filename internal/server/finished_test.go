@@ -98,49 +98,57 @@ func TestFinished_PushHistoryAndResults(t *testing.T) {
 			t.Fatalf("cancelled job = %v", job)
 		}
 
-		// Newest first, two by two; filters.
-		var ids []float64
-		cursor := ""
-		for page := 0; page < 3; page++ {
-			path := "/queue/q/finished?limit=2"
-			if cursor != "" {
-				path += "&cursor=" + url.QueryEscape(cursor)
-			}
-			out := mustCall(t, s, "GET", path, nil)
-			for _, f := range out["finished_jobs"].([]any) {
-				ids = append(ids, f.(map[string]any)["id"].(float64))
-			}
-			next, _ := out["next_cursor"].(string)
-			if next == "" {
-				break
-			}
-			cursor = next
-		}
-		if len(ids) != 4 || ids[0] != float64(waiting) {
-			t.Fatalf("listed ids %v, want 4 with the cancelled job %d first", ids, waiting)
-		}
-		for q, want := range map[string]int{"status=failed": 1, "status=succeeded": 2, "category=cat": 4, "category=none": 0,
-			"since=2000-01-01T00:00:00Z": 4, "until=2000-01-01T00:00:00Z": 0} {
-			out := mustCall(t, s, "GET", "/queue/q/finished?"+q, nil)
-			if got := len(out["finished_jobs"].([]any)); got != want {
-				t.Errorf("GET /queue/q/finished?%s: %d jobs, want %d", q, got, want)
-			}
-		}
-		for q, field := range map[string]string{"status=done": "status", "since=yesterday": "since", "until=1": "until",
-			"limit=0": "limit", "cursor=abc": "cursor", "category=" + url.QueryEscape("a b"): "category"} {
-			if code, out := call(t, s, "GET", "/queue/q/finished?"+q, nil); code != 400 || !strings.HasPrefix(fmt.Sprint(out["error"]), field+":") {
-				t.Errorf("GET /queue/q/finished?%s: %d %v, want 400 naming %s", q, code, out, field)
-			}
-		}
-		if code, _ := call(t, s, "GET", "/queue/nope/finished", nil); code != 404 {
-			t.Errorf("GET /queue/nope/finished: %d, want 404", code)
-		}
-		for _, v := range []any{-1, 366*24*3600 + 1, "1h"} {
-			if code, out := call(t, s, "PUT", "/queue/q", map[string]any{"keep_finished": v}); code != 400 || !strings.Contains(fmt.Sprint(out["error"]), "keep_finished") {
-				t.Errorf("PUT /queue/q with keep_finished %v: %d %v, want 400 naming keep_finished", v, code, out)
-			}
-		}
+		checkFinishedListing(t, s, waiting)
 	})
+}
+
+// checkFinishedListing checks GET /queue/q/finished on the four finished
+// jobs of TestFinished_PushHistoryAndResults, the cancelled job newest,
+// and the refusals of bad parameters.
+func checkFinishedListing(t *testing.T, s *server.Server, newest int64) {
+	t.Helper()
+	// Newest first, two by two; filters.
+	var ids []float64
+	cursor := ""
+	for page := 0; page < 3; page++ {
+		path := "/queue/q/finished?limit=2"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		out := mustCall(t, s, "GET", path, nil)
+		for _, f := range out["finished_jobs"].([]any) {
+			ids = append(ids, f.(map[string]any)["id"].(float64))
+		}
+		next, _ := out["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(ids) != 4 || ids[0] != float64(newest) {
+		t.Fatalf("listed ids %v, want 4 with the cancelled job %d first", ids, newest)
+	}
+	for q, want := range map[string]int{"status=failed": 1, "status=succeeded": 2, "category=cat": 4, "category=none": 0,
+		"since=2000-01-01T00:00:00Z": 4, "until=2000-01-01T00:00:00Z": 0} {
+		out := mustCall(t, s, "GET", "/queue/q/finished?"+q, nil)
+		if got := len(out["finished_jobs"].([]any)); got != want {
+			t.Errorf("GET /queue/q/finished?%s: %d jobs, want %d", q, got, want)
+		}
+	}
+	for q, field := range map[string]string{"status=done": "status", "since=yesterday": "since", "until=1": "until",
+		"limit=0": "limit", "cursor=abc": "cursor", "category=" + url.QueryEscape("a b"): "category"} {
+		if code, out := call(t, s, "GET", "/queue/q/finished?"+q, nil); code != 400 || !strings.HasPrefix(fmt.Sprint(out["error"]), field+":") {
+			t.Errorf("GET /queue/q/finished?%s: %d %v, want 400 naming %s", q, code, out, field)
+		}
+	}
+	if code, _ := call(t, s, "GET", "/queue/nope/finished", nil); code != 404 {
+		t.Errorf("GET /queue/nope/finished: %d, want 404", code)
+	}
+	for _, v := range []any{-1, 366*24*3600 + 1, "1h"} {
+		if code, out := call(t, s, "PUT", "/queue/q", map[string]any{"keep_finished": v}); code != 400 || !strings.Contains(fmt.Sprint(out["error"]), "keep_finished") {
+			t.Errorf("PUT /queue/q with keep_finished %v: %d %v, want 400 naming keep_finished", v, code, out)
+		}
+	}
 }
 
 // TestFinished_CompleteResult: a completion's result is kept in the
