@@ -47,15 +47,18 @@ wait_for() { # seconds what command...
 	die "$what did not happen within ${n}s (logs in $dir/m*/error.log)"
 }
 
+# install installs what a member needs when it is missing: the Galera
+# library (galera-4), and rsync with MariaDB's SST script for it
+# (wsrep_sst_rsync, in mariadb-server; mariadb-server-core alone has not).
 install() {
-	if [ ! -e /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null; then
-		say "installing galera-4 and rsync"
+	if [ ! -e /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null || [ ! -x /usr/bin/wsrep_sst_rsync ]; then
+		say "installing galera-4, rsync and mariadb-server"
 		local sudo=""
 		[ "$(id -u)" = 0 ] || sudo=sudo
-		$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq galera-4 rsync >/dev/null \
-			|| die "could not install galera-4 and rsync"
+		$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq galera-4 rsync mariadb-server >/dev/null \
+			|| die "could not install galera-4, rsync and mariadb-server"
 	fi
-	command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/test.sh installs it)"
+	[ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/test.sh installs it)"
 }
 
 config() { # N: writes member N's my.cnf
@@ -64,6 +67,7 @@ config() { # N: writes member N's my.cnf
 	g=$(gport "$n")
 	for m in "${members[@]}"; do addrs+="${addrs:+,}127.0.0.1:$(gport "$m")"; done
 	mkdir -p "$d/data"
+	touch "$d/error.log" # before the chown: the member, as mysql, writes to it
 	cat >"$d/my.cnf" <<EOF
 [mysqld]
 user = mysql
