@@ -80,6 +80,9 @@ func hostPort(h, defaultPort string) (string, error) {
 	if host == "" {
 		return "", fmt.Errorf("host %q: no host name", h)
 	}
+	if strings.ContainsAny(host, " \t/?#@") {
+		return "", fmt.Errorf("host %q: a host name has no spaces or any of / ? # @", h)
+	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("host %q: port must be 1..65535", h)
 	}

@@ -27,6 +27,7 @@ func TestParse_HostLists(t *testing.T) {
 		{name: "port only", in: "mysql://u@:3306/rowq", wantError: true},
 		{name: "bare ipv6", in: "mysql://u@::1/rowq", wantError: true},
 		{name: "no scheme", in: "h1,h2/rowq", wantError: true},
+		{name: "space in a host", in: "mysql://u@h1,bad host/rowq", wantError: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
