@@ -78,7 +78,7 @@ func FinishedOf(j *Job, status, message string, result json.RawMessage, finished
 		Status: status, Attempts: j.FailCount, CreatedAt: j.CreatedAt, FinishedAt: finished,
 		Message: message, Result: result,
 	}
-	if j.State != StateWaiting {
+	if j.State != StateWaiting && j.State != StateBlocked {
 		f.Attempts++
 		started := j.NextTry
 		f.StartedAt = &started

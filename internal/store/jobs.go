@@ -194,6 +194,9 @@ type Job struct {
 	ProgressMessage string
 	// Trace is the W3C trace context the job was enqueued with.
 	Trace Trace
+	// Flow tells that the job has a flow (callbacks, dependents, parents
+	// or a batch: flow.go): its outcome goes through FlowEnd.
+	Flow bool
 	JobOptions
 }
 

@@ -84,6 +84,7 @@ type Store interface {
 	JobStore
 	FailedJobStore
 	FinishedStore
+	FlowStore
 	InspectStore
 	StatsStore
 	LockStore
