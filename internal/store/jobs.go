@@ -292,6 +292,13 @@ type JobsCompleteParams struct {
 	// the transaction that deletes them. Empty: the jobs are deleted, as
 	// without history, by the same statement.
 	Keep []FinishNote
+	// Flow holds the notes of those of IDs whose jobs have Flow (as
+	// grabbed): what FlowEnd tells their callbacks. The store ends every
+	// job with Flow through FlowEnd, noted or not (a dependent may have
+	// been added to a job after its grab), and the others by a statement
+	// that leaves flow rows alone (flow = 0), so that a batch without flow
+	// jobs costs what it did.
+	Flow []FinishNote
 }
 
 // JobsReleaseParams are the arguments of JobStore.JobsRelease.
