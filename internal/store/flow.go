@@ -72,9 +72,9 @@ type FlowStore interface {
 	// before p.Before when not 0.
 	BatchesList(ctx context.Context, p *BatchesListParams) ([]*Batch, error)
 	// FlowWatch sets the function the store calls, after a commit, with
-	// the queues where ending a flow job made jobs due (callbacks,
-	// released dependents); nil for none. Dialects embed FlowHook for it.
-	FlowWatch(fn func(queues []string))
+	// what ending flow jobs did (FlowDone), when it did anything; nil for
+	// none. Dialects embed FlowHook for it.
+	FlowWatch(fn func(FlowDone))
 }
 
 // FlowInsertParams are the arguments of FlowStore.JobsInsertFlow.
@@ -187,13 +187,32 @@ type BatchesListParams struct {
 	Limit  int
 }
 
-// FlowHook calls the function FlowStore.FlowWatch set. Dialects embed it.
-type FlowHook struct {
-	fn atomic.Pointer[func([]string)]
+// FlowDone is what FlowEnd did in one transaction.
+type FlowDone struct {
+	// Queues are those where jobs became due (callbacks, released
+	// dependents), each once: the ones to wake.
+	Queues []string
+	// Callbacks counts the callback jobs inserted (batches' included),
+	// Released the dependents released, Ended the dependents ended
+	// (cancelled or failed) because a parent failed.
+	Callbacks, Released, Ended int
 }
 
-// FlowWatch sets the function Due calls.
-func (h *FlowHook) FlowWatch(fn func(queues []string)) {
+// Add adds o to d (the Queues each once).
+func (d *FlowDone) Add(o FlowDone) {
+	for _, q := range o.Queues {
+		d.Queues = appendOnce(d.Queues, q)
+	}
+	d.Callbacks += o.Callbacks
+	d.Released += o.Released
+	d.Ended += o.Ended
+}
+
+// FlowHook calls the function FlowStore.FlowWatch set. Dialects embed it.
+type FlowHook struct{ fn atomic.Pointer[func(FlowDone)] }
+
+// FlowWatch sets the function Done calls.
+func (h *FlowHook) FlowWatch(fn func(FlowDone)) {
 	if fn == nil {
 		h.fn.Store(nil)
 		return
@@ -201,12 +220,13 @@ func (h *FlowHook) FlowWatch(fn func(queues []string)) {
 	h.fn.Store(&fn)
 }
 
-// Due tells the watcher the queues, if any; call it after the commit.
-func (h *FlowHook) Due(queues []string) {
-	if len(queues) == 0 {
+// Done tells the watcher what d did, if anything; call it after the
+// commit.
+func (h *FlowHook) Done(d FlowDone) {
+	if d.Callbacks == 0 && d.Released == 0 && d.Ended == 0 {
 		return
 	}
 	if fn := h.fn.Load(); fn != nil {
-		(*fn)(queues)
+		(*fn)(d)
 	}
 }

@@ -85,29 +85,30 @@ type FlowEnded struct {
 // callbacks when its last job ended), and counts them as done for their
 // dependents, which it releases when they wait for nothing more, or ends
 // in turn (cancel, fail) as their OnParentFailure says, and so on down.
-// Jobs without Flow are passed over. It returns the queues where jobs
-// became due, each once, for FlowHook.Due after the commit.
-func FlowEnd(ctx context.Context, tx FlowTx, ended []FlowEnded) ([]string, error) {
+// Jobs without Flow are passed over. It returns what it did, for
+// FlowHook.Done after the commit.
+func FlowEnd(ctx context.Context, tx FlowTx, ended []FlowEnded) (FlowDone, error) {
 	var e flowEnd
 	for work := withFlow(ended); len(work) > 0; {
 		next, err := e.round(ctx, tx, work)
 		if err != nil {
-			return nil, err
+			return FlowDone{}, err
 		}
 		work = next
 	}
 	if err := e.countBatches(ctx, tx); err != nil {
-		return nil, err
+		return FlowDone{}, err
 	}
 	if len(e.calls) > 0 {
 		if err := tx.FlowInsertJobs(ctx, e.calls); err != nil {
-			return nil, fmt.Errorf("insert %d callbacks: %w", len(e.calls), err)
+			return FlowDone{}, fmt.Errorf("insert %d callbacks: %w", len(e.calls), err)
 		}
 		for _, c := range e.calls {
-			e.due = appendOnce(e.due, c.Queue)
+			e.done.Queues = appendOnce(e.done.Queues, c.Queue)
 		}
+		e.done.Callbacks = len(e.calls)
 	}
-	return e.due, nil
+	return e.done, nil
 }
 
 // flowEnd is the state of one FlowEnd.
@@ -115,7 +116,7 @@ type flowEnd struct {
 	calls   []*JobInsertParams
 	batches map[int64]*BatchCounts
 	order   []int64 // batch ids in the order first met
-	due     []string
+	done    FlowDone
 }
 
 func withFlow(ended []FlowEnded) []FlowEnded {
@@ -268,8 +269,9 @@ func (e *flowEnd) dependents(ctx context.Context, tx FlowTx, children []FlowChil
 			return nil, fmt.Errorf("release %d jobs: %w", len(release), err)
 		}
 		for _, q := range queues {
-			e.due = appendOnce(e.due, q)
+			e.done.Queues = appendOnce(e.done.Queues, q)
 		}
+		e.done.Released += len(release)
 	}
 	var next []FlowEnded
 	for _, end := range []struct {
@@ -286,6 +288,7 @@ func (e *flowEnd) dependents(ctx context.Context, tx FlowTx, children []FlowChil
 			for _, j := range jobs {
 				next = append(next, FlowEnded{Job: j, Status: end.status, Message: msg})
 			}
+			e.done.Ended += len(jobs)
 		}
 	}
 	return next, nil

@@ -22,4 +22,4 @@ func (s *Store) BatchGet(context.Context, int64) (*store.Batch, error) { return 
 func (s *Store) BatchesList(context.Context, *store.BatchesListParams) ([]*store.Batch, error) {
 	return nil, errNoFlow
 }
-func (s *Store) FlowWatch(func([]string)) {}
+func (s *Store) FlowWatch(func(store.FlowDone)) {}
