@@ -209,7 +209,9 @@ func (d *FlowDone) Add(o FlowDone) {
 }
 
 // FlowHook calls the function FlowStore.FlowWatch set. Dialects embed it.
-type FlowHook struct{ fn atomic.Pointer[func(FlowDone)] }
+type FlowHook struct {
+	fn atomic.Pointer[func(FlowDone)]
+}
 
 // FlowWatch sets the function Done calls.
 func (h *FlowHook) FlowWatch(fn func(FlowDone)) {
