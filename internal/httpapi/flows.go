@@ -34,28 +34,49 @@ type callbackFields struct {
 	OnFinish  json.RawMessage `json:"on_finish"`
 }
 
-// jobBody is how the body of POST /job/{category} is decoded.
+// jobBody is how the body of POST /job/{category} is decoded; its
+// parents, left raw too, are decoded into JobRequest.DependsOn (refs).
 type jobBody struct {
 	rowqtype.JobRequest
-	OnSuccess json.RawMessage `json:"on_success"`
-	OnFailure json.RawMessage `json:"on_failure"`
-	OnFinish  json.RawMessage `json:"on_finish"`
+	OnSuccess json.RawMessage   `json:"on_success"`
+	OnFailure json.RawMessage   `json:"on_failure"`
+	OnFinish  json.RawMessage   `json:"on_finish"`
+	DependsOn []json.RawMessage `json:"depends_on"`
 }
 
 func (b *jobBody) callbacks() callbackFields {
 	return callbackFields{OnSuccess: b.OnSuccess, OnFailure: b.OnFailure, OnFinish: b.OnFinish}
 }
 
-// jobElement is how an element of POST /jobs is decoded.
+// jobElement is how an element of POST /jobs is decoded, as jobBody.
 type jobElement struct {
 	rowqtype.BatchJob
-	OnSuccess json.RawMessage `json:"on_success"`
-	OnFailure json.RawMessage `json:"on_failure"`
-	OnFinish  json.RawMessage `json:"on_finish"`
+	OnSuccess json.RawMessage   `json:"on_success"`
+	OnFailure json.RawMessage   `json:"on_failure"`
+	OnFinish  json.RawMessage   `json:"on_finish"`
+	DependsOn []json.RawMessage `json:"depends_on"`
 }
 
 func (e *jobElement) callbacks() callbackFields {
 	return callbackFields{OnSuccess: e.OnSuccess, OnFailure: e.OnFailure, OnFinish: e.OnFinish}
+}
+
+// refs decodes raw parents into req.DependsOn, each on its own so that an
+// error names it ("depends_on[2].id: …").
+func refs(req *rowqtype.JobRequest, raw []json.RawMessage) error {
+	if raw == nil {
+		return nil
+	}
+	if len(raw) > maxDependsOn {
+		return errorf(http.StatusBadRequest, "depends_on: at most %d parents, got %d", maxDependsOn, len(raw))
+	}
+	req.DependsOn = make([]rowqtype.JobRef, len(raw))
+	for k, r := range raw {
+		if err := decodeStrict(r, &req.DependsOn[k]); err != nil {
+			return elementError(fmt.Sprintf("depends_on[%d]", k), err)
+		}
+	}
+	return nil
 }
 
 // batchBody is how POST /jobs' batch is decoded.
@@ -112,9 +133,6 @@ func (a *API) flowOf(ctx context.Context, index int, req *rowqtype.JobRequest, c
 
 // parents checks the parents of job index (-1: POST /job/{category}).
 func parents(index int, refs []rowqtype.JobRef) ([]store.FlowParent, error) {
-	if len(refs) > maxDependsOn {
-		return nil, errorf(http.StatusBadRequest, "depends_on: at most %d parents, got %d", maxDependsOn, len(refs))
-	}
 	out := make([]store.FlowParent, len(refs))
 	seen := make(map[store.FlowParent]int, len(refs))
 	for k, ref := range refs {
@@ -128,6 +146,8 @@ func parents(index int, refs []rowqtype.JobRef) ([]store.FlowParent, error) {
 			out[k] = store.FlowParent{ID: *ref.ID}
 		case index < 0:
 			return nil, errorf(http.StatusBadRequest, "%s.index: only in POST /jobs, for an earlier job of the same request; name an existing job by id", name)
+		case index == 0:
+			return nil, errorf(http.StatusBadRequest, "%s.index: must name an earlier job of this request, and this is its first", name)
 		case *ref.Index < 0 || *ref.Index >= index:
 			return nil, errorf(http.StatusBadRequest, "%s.index: must name an earlier job of this request (0..%d), got %d", name, index-1, *ref.Index)
 		default:

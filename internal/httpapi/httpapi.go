@@ -404,6 +404,12 @@ func typeName(goType string) string {
 		return "a string"
 	case "bool":
 		return "true or false"
+	}
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.Contains(goType, "."):
+		return "a JSON object" // a struct of rowqtype
 	default:
 		return goType
 	}

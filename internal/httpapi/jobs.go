@@ -35,6 +35,9 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if err := refs(&req.JobRequest, req.DependsOn); err != nil {
+		return nil, err
+	}
 	if hasFlow(&req.JobRequest, req.callbacks()) || req.UniqueKey != nil {
 		// unique_key alone is checked here too (flowOf says whether it
 		// goes with the rest), then takes the usual path.
@@ -223,6 +226,9 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 func (a *API) pushJobsElement(ctx context.Context, i int, raw json.RawMessage, inBatch bool, routes map[string]enqueue.Destination) (*store.JobInsertParams, *store.FlowJobParams, error) {
 	var el jobElement
 	if err := decodeStrict(raw, &el); err != nil {
+		return nil, nil, err
+	}
+	if err := refs(&el.JobRequest, el.DependsOn); err != nil {
 		return nil, nil, err
 	}
 	if err := checkName("category", el.Category); err != nil {
