@@ -306,3 +306,38 @@ func TestJobFlow_UnknownParent(t *testing.T) {
 		}
 	})
 }
+
+// flows sends the flow routes good and bad input, for
+// TestOpenAPI_RealAnswersMatch: a chain as a batch, its blocked jobs and
+// flows, the batch, a parent it cannot wait for.
+func (c *realRun) flows() {
+	w := c.w
+	var out struct {
+		Jobs    []struct{ ID int64 }
+		BatchID int64 `json:"batch_id"`
+	}
+	cb := `{"category":"c","url":"` + w.URL + `","payload":{"n":1}}`
+	body := c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","payload":"later","run_after":3600,"on_success":`+cb+`},`+
+		`{"category":"c","url":"`+w.URL+`","depends_on":[{"index":0}],"on_failure":`+cb+`},{"category":"c","url":"`+w.URL+`","depends_on":[{"index":1}],"on_parent_failure":"fail"}],`+
+		`"batch":{"on_success":`+cb+`,"on_finish":`+cb+`,"meta":{"k":"v"}}}`, 200)
+	if err := json.Unmarshal(body, &out); err != nil || len(out.Jobs) != 3 || out.BatchID == 0 {
+		c.t.Fatalf("POST /jobs with a batch: %s", body)
+	}
+	c.call("POST", "/job/c", fmt.Sprintf(`{"url":%q,"depends_on":[{"id":%d}],"on_finish":%s}`, w.URL, out.Jobs[0].ID, cb), 200)
+	c.call("GET", "/queue/q/blocked?limit=1&cursor="+c.nextCursor(c.call("GET", "/queue/q/blocked?limit=1", "", 200)), "", 200)
+	c.call("GET", "/queue/q/blocked?cursor=nope", "", 400)
+	c.call("GET", "/queue/nope/blocked", "", 404)
+	for _, j := range out.Jobs {
+		c.call("GET", fmt.Sprintf("/queue/q/job/%d", j.ID), "", 200)
+	}
+	c.call("GET", fmt.Sprintf("/batch/%d", out.BatchID), "", 200)
+	c.call("GET", "/batch/999999", "", 404)
+	c.call("GET", "/batch/0", "", 400)
+	c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","run_after":3600}],"batch":{}}`, 200)
+	c.call("GET", "/batches?limit=1&cursor="+c.nextCursor(c.call("GET", "/batches?limit=1", "", 200)), "", 200)
+	c.call("GET", "/batches?cursor=nope", "", 400)
+	c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","depends_on":[{"index":0}]}]}`, 400)
+	c.call("POST", "/jobs", `{"jobs":[{"category":"c","url":"`+w.URL+`","depends_on":[{"id":999999}]}]}`, 422)
+	c.call("POST", "/job/c", `{"url":"`+w.URL+`","depends_on":[{"id":999999}]}`, 422)
+	c.call("POST", fmt.Sprintf("/queue/q/job/%d/cancel", out.Jobs[0].ID), "", 200)
+}
