@@ -15,7 +15,7 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
 	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals,
-	concurrency_key, concurrency_limit, ordered`
+	concurrency_key, concurrency_limit, ordered, flow`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -31,7 +31,7 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
 		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts, &j.Deferrals,
-		&ckey, &j.ConcurrencyLimit, &j.Ordered)
+		&ckey, &j.ConcurrencyLimit, &j.Ordered, &j.Flow)
 	if err != nil {
 		return nil, err
 	}
