@@ -223,3 +223,55 @@ func (f *flowTx) BatchCount(ctx context.Context, id int64, n store.BatchCounts) 
 	}
 	return b, err
 }
+
+// completeFlow is JobsComplete for the held jobs that the statement
+// without a flow left: in one transaction it deletes those with a flow,
+// returning them, writes the history of those in p.Keep and applies their
+// flows (FlowEnd), with their notes in p.Flow (else in p.Keep). It returns
+// how many it deleted.
+func (s *Store) completeFlow(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+	notes := make(map[int64]store.FinishNote, len(p.Flow)+len(p.Keep))
+	keep := make(map[int64]store.FinishNote, len(p.Keep))
+	for _, k := range p.Keep {
+		notes[k.ID], keep[k.ID] = k, k
+	}
+	for _, f := range p.Flow {
+		notes[f.ID] = f
+	}
+	var (
+		n    int64
+		done store.FlowDone
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		n, done = 0, store.FlowDone{}
+		jobs, err := sqldb.QueryAll(ctx, tx, scanJob, `/* rowq:jobs.complete_flow */ DELETE FROM jobs
+			WHERE state = ? AND grabbed_by = ? AND id IN (SELECT value FROM json_each(?)) AND flow <> 0 RETURNING `+jobCols,
+			store.StateGrabbed, p.Node, idList(p.IDs))
+		if err != nil || len(jobs) == 0 {
+			return err
+		}
+		n = int64(len(jobs))
+		now := fromMicros(s.micros())
+		var (
+			fs    []*store.FinishedJob
+			ended = make([]store.FlowEnded, len(jobs))
+		)
+		for i, j := range jobs {
+			if k, ok := keep[j.ID]; ok {
+				fs = append(fs, store.FinishedOf(j, store.FinishedSucceeded, k.Message, k.Result, now))
+			}
+			note := notes[j.ID]
+			ended[i] = store.FlowEnded{Job: j, Status: store.FinishedSucceeded, Message: note.Message, Result: note.Result}
+		}
+		if err := insertFinished(ctx, tx, fs...); err != nil {
+			return err
+		}
+		done, err = s.flowEnd(ctx, tx, ended)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.Done(done)
+	return n, nil
+}
