@@ -64,6 +64,11 @@ func insertFlowTx(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams, no
 			}
 		}
 	}
+	ins, err := prepareFlowInserts(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	defer ins.close()
 	for i, j := range p.Jobs {
 		parents := waitsFor(j, out.IDs, live)
 		flow := j.HasFlow() || p.Batch != nil || hasChildren[i]
@@ -71,7 +76,7 @@ func insertFlowTx(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams, no
 		if len(parents) > 0 {
 			state = store.StateBlocked
 		}
-		res, err := tx.ExecContext(ctx, insertFlowSQL, append(insertArgs(j.Job, now), state, flow)...)
+		res, err := ins.job.ExecContext(ctx, append(insertArgs(j.Job, now), state, flow)...)
 		if err != nil {
 			return nil, err
 		}
@@ -79,13 +84,47 @@ func insertFlowTx(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams, no
 			return nil, err
 		}
 		out.Blocked[i] = len(parents) > 0
-		if flow {
-			if err := insertJobFlow(ctx, tx, j, out.IDs[i], out.BatchID, parents); err != nil {
+		// A job that only has dependents needs no job_flows row (as a
+		// parent named by id has none).
+		if j.HasFlow() || p.Batch != nil {
+			if err := ins.insertJobFlow(ctx, j, out.IDs[i], out.BatchID, parents); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// flowInserts are the statements JobsInsertFlow runs for each job,
+// prepared once per call.
+type flowInserts struct{ job, flow, deps *sql.Stmt }
+
+func prepareFlowInserts(ctx context.Context, tx *sql.Tx) (*flowInserts, error) {
+	var (
+		ins flowInserts
+		err error
+	)
+	if ins.job, err = tx.PrepareContext(ctx, insertFlowSQL); err != nil {
+		return nil, err
+	}
+	if ins.flow, err = tx.PrepareContext(ctx, `/* rowq:flow.insert */ INSERT INTO job_flows (`+jobFlowCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		ins.close()
+		return nil, err
+	}
+	if ins.deps, err = tx.PrepareContext(ctx, `/* rowq:flow.insert */ INSERT INTO job_deps (parent_id, child_id)
+		SELECT value, ? FROM json_each(?)`); err != nil {
+		ins.close()
+		return nil, err
+	}
+	return &ins, nil
+}
+
+func (ins *flowInserts) close() {
+	for _, st := range []*sql.Stmt{ins.job, ins.flow, ins.deps} {
+		if st != nil {
+			st.Close()
+		}
+	}
 }
 
 // flowParents locks the parents p names by id: it sets flow on those that
@@ -190,7 +229,7 @@ func insertBatch(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams, now
 
 // insertJobFlow writes the job_flows row of job id and its edges from
 // parents.
-func insertJobFlow(ctx context.Context, tx *sql.Tx, j *store.FlowJobParams, id, batch int64, parents []int64) error {
+func (ins *flowInserts) insertJobFlow(ctx context.Context, j *store.FlowJobParams, id, batch int64, parents []int64) error {
 	var cbs [3]any
 	for i, cb := range []*store.JobInsertParams{j.OnSuccess, j.OnFailure, j.OnFinish} {
 		b, err := store.EncodeCallback(cb)
@@ -207,15 +246,13 @@ func insertJobFlow(ctx context.Context, tx *sql.Tx, j *store.FlowJobParams, id, 
 	if policy == "" {
 		policy = store.ParentFailureCancel
 	}
-	if _, err := tx.ExecContext(ctx, `/* rowq:flow.insert */ INSERT INTO job_flows (`+jobFlowCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, batchID, cbs[0], cbs[1], cbs[2], len(parents), policy); err != nil {
+	if _, err := ins.flow.ExecContext(ctx, id, batchID, cbs[0], cbs[1], cbs[2], len(parents), policy); err != nil {
 		return err
 	}
 	if len(parents) == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `/* rowq:flow.insert */ INSERT INTO job_deps (parent_id, child_id)
-		SELECT value, ? FROM json_each(?)`, id, idList(parents))
+	_, err := ins.deps.ExecContext(ctx, id, idList(parents))
 	return err
 }
 
