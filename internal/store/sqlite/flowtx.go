@@ -70,16 +70,19 @@ func (f *flowTx) FlowsOf(ctx context.Context, ids []int64) ([]*store.JobFlow, er
 		FROM job_flows WHERE job_id IN (SELECT value FROM json_each(?))`, idList(ids))
 }
 
+// flowChildrenSQL reads the edges from the parents of a JSON array (by
+// job_deps' primary key) to children still blocked (by primary keys).
+const flowChildrenSQL = `/* rowq:flow.children */ SELECT d.parent_id, d.child_id, f.pending, f.on_parent_failure
+	FROM job_deps d JOIN job_flows f ON f.job_id = d.child_id JOIN jobs j ON j.id = d.child_id
+	WHERE d.parent_id IN (SELECT value FROM json_each(?)) AND j.state = 'blocked'`
+
 // FlowChildren returns the edges from parents to their blocked dependents.
 func (f *flowTx) FlowChildren(ctx context.Context, parents []int64) ([]store.FlowChild, error) {
 	return sqldb.QueryAll(ctx, f.tx, func(row sqldb.Scanner) (store.FlowChild, error) {
 		var c store.FlowChild
 		err := row.Scan(&c.Parent, &c.Child, &c.Pending, &c.OnParentFailure)
 		return c, err
-	}, `/* rowq:flow.children */ SELECT d.parent_id, d.child_id, f.pending, f.on_parent_failure
-		FROM job_deps d JOIN job_flows f ON f.job_id = d.child_id JOIN jobs j ON j.id = d.child_id
-		WHERE d.parent_id IN (SELECT value FROM json_each(?)) AND j.state = 'blocked'
-		ORDER BY d.child_id, d.parent_id`, idList(parents))
+	}, flowChildrenSQL, idList(parents))
 }
 
 // FlowSetPending sets the pending parents count of each child given.
@@ -149,14 +152,18 @@ func (f *flowTx) FlowEndBlocked(ctx context.Context, ids []int64, status, messag
 	return jobs, insertFinished(ctx, f.tx, kept...)
 }
 
+// flowForgetSQL deletes a job's flow row and its edges, each by key; each
+// takes the ids as a JSON array.
+var flowForgetSQL = []string{
+	`/* rowq:flow.forget */ DELETE FROM job_flows WHERE job_id IN (SELECT value FROM json_each(?))`,
+	`/* rowq:flow.forget */ DELETE FROM job_deps WHERE parent_id IN (SELECT value FROM json_each(?))`,
+	`/* rowq:flow.forget */ DELETE FROM job_deps WHERE child_id IN (SELECT value FROM json_each(?))`,
+}
+
 // FlowForget deletes the job_flows rows of ids and their edges.
 func (f *flowTx) FlowForget(ctx context.Context, ids []int64) error {
 	list := idList(ids)
-	for _, q := range []string{
-		`/* rowq:flow.forget */ DELETE FROM job_flows WHERE job_id IN (SELECT value FROM json_each(?))`,
-		`/* rowq:flow.forget */ DELETE FROM job_deps WHERE parent_id IN (SELECT value FROM json_each(?))`,
-		`/* rowq:flow.forget */ DELETE FROM job_deps WHERE child_id IN (SELECT value FROM json_each(?))`,
-	} {
+	for _, q := range flowForgetSQL {
 		if _, err := f.tx.ExecContext(ctx, q, list); err != nil {
 			return err
 		}
