@@ -27,6 +27,7 @@ var flowTests = slices.Concat(flowCallbackTests(), []conformanceTest{
 	{"Flow_ParentUnknown", testFlowParentUnknown},
 	{"Flow_BatchCallbacksOnce", testFlowBatch},
 	{"Flow_BatchWithFailure", testFlowBatchFailure},
+	{"Flow_KeepAndRetry", testFlowKeepAndRetry},
 	{"Flow_PlainJobsKeepTheirPath", testFlowPlain},
 	{"Flow_BlockedInvisible", testFlowBlockedInvisible},
 	{"Flow_ReadsNotFound", testFlowNotFound},
@@ -710,6 +711,56 @@ func testFlowBatchFailure(t *testing.T, s store.Store) {
 	}
 	if bs := must(s.BatchesList(ctx, &store.BatchesListParams{Before: second.BatchID, Limit: 10}))(t); len(bs) != 1 || bs[0].ID != first.BatchID {
 		t.Fatalf("BatchesList before %d = %+v", second.BatchID, bs)
+	}
+	// Retried from the failure log, the failed job runs as a plain job: its
+	// success reopens nothing and fires nothing.
+	failed := must(s.FailedJobsList(ctx, &store.FailedJobsListParams{Queue: "q", Limit: 10}))(t)
+	if len(failed) != 1 {
+		t.Fatalf("failure log holds %d entries, want 1", len(failed))
+	}
+	if j := must(s.FailedJobRetry(ctx, "q", failed[0].ID))(t); j.Flow {
+		t.Fatalf("job retried from the failure log has Flow: %+v", j)
+	}
+	complete(t, s, grabIDs(t, s, "q")...)
+	if b := must(s.BatchGet(ctx, first.BatchID))(t); b.Succeeded != 1 || b.Failed != 1 || b.Cancelled != 1 || b.Pending != 0 {
+		t.Fatalf("batch after a retried job succeeded = %+v", b)
+	}
+	if n := len(waiting(t, s, "ok")) + len(waiting(t, s, "fin")); n != 1 {
+		t.Fatalf("%d batch callbacks after a retried job succeeded, want the 1 before", n)
+	}
+}
+
+// testFlowKeepAndRetry completes a flow job of a queue that keeps its
+// history (both are written), and retries another (no end: nothing fires).
+func testFlowKeepAndRetry(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	keepQueue(t, s, "q")
+	putQueue(t, s, "ok")
+	p := &store.FlowInsertParams{}
+	for range 2 {
+		p.Jobs = append(p.Jobs, &store.FlowJobParams{Job: flowJob("q", `{}`), OnSuccess: callback("ok", "s"), OnFinish: callback("ok", "e")})
+	}
+	ids := insertFlow(t, s, p).IDs
+	if got := grabIDs(t, s, "q"); !slices.Equal(got, ids) {
+		t.Fatalf("grabbed %v, want %v", got, ids)
+	}
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ids[1], Grabs: 1, Outcome: store.FinishRetry, Status: "failure", Delay: time.Hour}))(t)
+	if j := must(s.JobGet(ctx, "q", ids[1]))(t); j.State != store.StateWaiting || !j.Flow {
+		t.Fatalf("retried flow job = %+v", j)
+	}
+	if n := len(waiting(t, s, "ok")); n != 0 {
+		t.Fatalf("a retry fired %d callbacks", n)
+	}
+	n := must(s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: ids[:1],
+		Keep: []store.FinishNote{{ID: ids[0], Message: "kept"}}, Flow: []store.FinishNote{{ID: ids[0], Message: "kept"}}}))(t)
+	if n != 1 {
+		t.Fatalf("JobsComplete = %d, want 1", n)
+	}
+	if f := must(s.FinishedGet(ctx, "q", ids[0]))(t); f.Status != store.FinishedSucceeded || f.Message != "kept" {
+		t.Fatalf("history of a completed flow job = %+v", f)
+	}
+	if n := len(waiting(t, s, "ok")); n != 2 {
+		t.Fatalf("%d callbacks, want on_success and on_finish", n)
 	}
 }
 
