@@ -45,7 +45,8 @@ func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, e
 }
 
 // JobFinish writes the outcome of a job grab p.Grabs holds and records the
-// result, in one transaction.
+// result, in one transaction; a job with a flow that it deletes or fails
+// ends through FlowEnd in it.
 func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
 	guard := heldBy
 	if p.Expired {
@@ -166,7 +167,8 @@ func (s *Store) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, 
 }
 
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
-// records its grab's result as cancelled, in one transaction.
+// records its grab's result as cancelled, in one transaction; a job with a
+// flow ends cancelled through FlowEnd in it.
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
 	var (
 		j    *store.Job
@@ -202,7 +204,8 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 }
 
 // JobsSucceed deletes the jobs the grabs hold and records their results,
-// in one transaction.
+// in one transaction; those with a flow (read by the DELETE's RETURNING)
+// end through FlowEnd in it.
 func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
 	if len(p.Grabs) == 0 {
 		return nil, nil
