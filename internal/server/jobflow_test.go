@@ -60,7 +60,7 @@ func TestJobFlow_Chain(t *testing.T) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		gate := make(chan struct{})
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
-			if body == `"A"` {
+			if body == "A" {
 				<-gate
 			}
 			return 200, `{"status":"success"}`, 0
@@ -81,7 +81,7 @@ func TestJobFlow_Chain(t *testing.T) {
 			t.Fatalf("POST /jobs = %v, want B and C blocked, no batch", out)
 		}
 		a, b, c := ids[0], ids[1], ids[2]
-		testworker.WaitFor(t, 30*time.Second, "A in delivery", func() bool { return w.Count(`"A"`) == 1 })
+		testworker.WaitFor(t, 30*time.Second, "A in delivery", func() bool { return w.Count("A") == 1 })
 
 		d := mustCall(t, s, "POST", "/job/cat", map[string]any{"url": w.URL, "payload": "D", "depends_on": []any{map[string]any{"id": a}}})
 		if d["blocked"] != true {
@@ -108,12 +108,12 @@ func TestJobFlow_Chain(t *testing.T) {
 			t.Fatalf("GET /queue/q/waiting = %v, want no blocked job there", waiting)
 		}
 		close(gate)
-		testworker.WaitFor(t, 30*time.Second, "C delivered", func() bool { return w.Count(`"C"`) == 1 })
-		arrivals := slices.DeleteFunc(w.Arrivals(), func(s string) bool { return s == `"D"` })
-		if !slices.Equal(arrivals, []string{`"A"`, `"B"`, `"C"`}) {
+		testworker.WaitFor(t, 30*time.Second, "C delivered", func() bool { return w.Count("C") == 1 })
+		arrivals := slices.DeleteFunc(w.Arrivals(), func(s string) bool { return s == "D" })
+		if !slices.Equal(arrivals, []string{"A", "B", "C"}) {
 			t.Fatalf("arrivals %v, want A, B, C", arrivals)
 		}
-		testworker.WaitFor(t, 30*time.Second, "D delivered", func() bool { return w.Count(`"D"`) == 1 })
+		testworker.WaitFor(t, 30*time.Second, "D delivered", func() bool { return w.Count("D") == 1 })
 
 		// Cancelling a parent cancels its blocked dependent.
 		out = mustCall(t, s, "POST", "/jobs", map[string]any{"jobs": []any{
@@ -155,9 +155,9 @@ func TestJobFlow_CallbackPayload(t *testing.T) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
 			switch body {
-			case `"S"`:
+			case "S":
 				return 200, `{"status":"success","message":"done","result":{"rows":3}}`, 0
-			case `"F"`:
+			case "F":
 				return 500, `{"status":"permanent-failure","message":"bad"}`, 0
 			}
 			return 200, `{"status":"success"}`, 0
@@ -171,7 +171,7 @@ func TestJobFlow_CallbackPayload(t *testing.T) {
 		sID := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "S", "on_success": cb("s"), "on_failure": cb("never"), "on_finish": cb("fin")})
 		fID := push(t, s, "cat", map[string]any{"url": w.URL, "payload": "F", "on_success": cb("never"), "on_failure": cb("f")})
 		pID := push(t, s, "pc", map[string]any{"payload": "P", "on_success": cb("p")})
-		jobs := lease(t, s, "pq", map[string]any{"max_jobs": 1})
+		jobs := lease(t, s, "pq", map[string]any{"max": 1, "wait": 10})
 		if len(jobs) != 1 || jobs[0].ID != pID {
 			t.Fatalf("leased %v, want job %d", jobs, pID)
 		}
@@ -225,7 +225,7 @@ func TestJobFlow_BatchOnFinish(t *testing.T) {
 	dbtest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		s := startNode(t, dbtest.URL(t, dialect), nil)
 		w := testworker.New(t, func(body string, _ int) (int, string, time.Duration) {
-			if body == `"b3"` {
+			if body == "b3" {
 				return 500, `{"status":"permanent-failure","message":"bad"}`, 0
 			}
 			return 200, `{"status":"success"}`, 0
