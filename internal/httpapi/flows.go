@@ -91,7 +91,9 @@ func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "nu
 
 // hasFlow reports whether a request names a flow field.
 func hasFlow(req *rowqtype.JobRequest, cbs callbackFields) bool {
-	return given(cbs.OnSuccess) || given(cbs.OnFailure) || given(cbs.OnFinish) || req.DependsOn != nil || req.OnParentFailure != nil
+	// An empty depends_on is no parent, as a client that always sends the
+	// list would mean it.
+	return given(cbs.OnSuccess) || given(cbs.OnFailure) || given(cbs.OnFinish) || len(req.DependsOn) > 0 || req.OnParentFailure != nil
 }
 
 // flowOf checks and resolves the flow of job index (-1: the one job of
@@ -108,7 +110,7 @@ func (a *API) flowOf(ctx context.Context, index int, req *rowqtype.JobRequest, c
 		return nil, errorf(http.StatusBadRequest, "unique_key: not in a batch: a job of a batch is always a new job")
 	case !flow:
 		return nil, nil
-	case req.Ordered != nil && *req.Ordered && req.DependsOn != nil:
+	case req.Ordered != nil && *req.Ordered && len(req.DependsOn) > 0:
 		return nil, errorf(http.StatusBadRequest, "ordered: not with depends_on: an ordered key's jobs go in enqueue order, which a blocked job would hold up")
 	}
 	f := &store.FlowJobParams{}
@@ -167,7 +169,7 @@ func parentPolicy(req *rowqtype.JobRequest) (string, error) {
 		return store.ParentFailureCancel, nil
 	}
 	switch p := *req.OnParentFailure; {
-	case req.DependsOn == nil:
+	case len(req.DependsOn) == 0:
 		return "", errorf(http.StatusBadRequest, "on_parent_failure: only with depends_on")
 	case p == store.ParentFailureCancel, p == store.ParentFailureFail, p == store.ParentFailureRun:
 		return p, nil

@@ -31,7 +31,7 @@ func TestPushFlow_PlainJobsKeepTheirPath(t *testing.T) {
 	b.ok(t, "PUT", "/queue/q", "", nil)
 	b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
 	b.ok(t, "POST", "/job/cat", `{"url":"http://worker.example/","unique_key":"k"}`, nil)
-	b.ok(t, "POST", "/job/cat", `{"url":"http://worker.example/","on_success":null}`, nil)
+	b.ok(t, "POST", "/job/cat", `{"url":"http://worker.example/","on_success":null,"depends_on":[]}`, nil)
 	b.ok(t, "POST", "/jobs", `{"jobs":[{"category":"cat","url":"http://worker.example/"},{"category":"cat","url":"http://worker.example/","unique_key":"k2"}]}`, nil)
 	b.ok(t, "POST", "/jobs", `{"jobs":[{"category":"cat","url":"http://worker.example/"}],"batch":null}`, nil)
 }
@@ -81,6 +81,8 @@ func TestPushFlow_BadRequests(t *testing.T) {
 		{"ordered with depends_on", "/jobs", `{"jobs":[` + job + `,{"category":"cat",` + u + `,"concurrency_key":"k","ordered":true,"depends_on":[{"index":0}]}]}`, 400,
 			"jobs[1].ordered: not with depends_on: an ordered key's jobs go in enqueue order, which a blocked job would hold up"},
 		{"policy without parents", "/jobs", `{"jobs":[{"category":"cat",` + u + `,"on_parent_failure":"run"}]}`, 400,
+			"jobs[0].on_parent_failure: only with depends_on"},
+		{"policy with no parents", "/jobs", `{"jobs":[{"category":"cat",` + u + `,"depends_on":[],"on_parent_failure":"run"}]}`, 400,
 			"jobs[0].on_parent_failure: only with depends_on"},
 		{"unknown policy", "/jobs", `{"jobs":[` + job + `,{"category":"cat",` + u + `,"depends_on":[{"index":0}],"on_parent_failure":"skip"}]}`, 400,
 			`jobs[1].on_parent_failure: must be "cancel", "fail" or "run", got "skip"`},
