@@ -25,12 +25,12 @@ var JobsNextDueSQL = jobsNextDueSQL
 
 // Writes to grabbed jobs, for the EXPLAIN test.
 var (
-	GrabUpdateSQL = grabUpdateSQL
-	HeldSQL       = heldSQL
+	GrabUpdateSQL   = grabUpdateSQL
+	HeldSQL         = heldSQL
+	CompleteHeldSQL = completeHeldSQL
 )
 
 const (
-	CompleteSQL   = completeSQL
 	ReleaseSQL    = releaseSQL
 	ExtendFindSQL = extendFindSQL
 	ExtendSQL     = extendSQL
