@@ -172,7 +172,7 @@ func deleteJobs(ctx context.Context, tx *sql.Tx, jobs []*store.Job) error {
 			ordered = append(ordered, j.ID)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `/* rowq:jobs.delete_held */ DELETE FROM jobs FORCE INDEX (PRIMARY)
+	if _, err := tx.ExecContext(ctx, `/* rowq:jobs.delete_held */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY)
 		WHERE id IN (`+sqldb.Placeholders(len(ids))+`)`, idArgs(ids)...); err != nil {
 		return err
 	}

@@ -1,0 +1,573 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rowq/rowq/internal/store"
+	"github.com/rowq/rowq/internal/store/dbtest"
+	"github.com/rowq/rowq/internal/store/mysql"
+)
+
+// The flows' own tests on MariaDB: what the conformance tests check on
+// every dialect, plus the concurrency of this dialect's locks.
+
+// flowBundle is what a flow test needs: a store on a fresh database, and
+// what its FlowWatch function was told.
+type flowBundle struct {
+	s   *mysql.Store
+	ctx context.Context
+	w   *flowWatch
+}
+
+// flowWatch sums what FlowWatch functions were told.
+type flowWatch struct {
+	mu   sync.Mutex
+	done store.FlowDone
+	n    int
+}
+
+func (w *flowWatch) fn(d store.FlowDone) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done.Add(d)
+	w.n++
+}
+
+func (w *flowWatch) take() store.FlowDone {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.done
+	w.done = store.FlowDone{}
+	return d
+}
+
+func flowSetup(t *testing.T) *flowBundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	s := dbtest.Open(t, "mysql").(*mysql.Store)
+	w := &flowWatch{}
+	s.FlowWatch(w.fn)
+	for _, q := range []*store.Queue{
+		{Name: "q", PollingInterval: 200, MaxWorkers: 20},
+		{Name: "cb", PollingInterval: 200, MaxWorkers: 20},
+		{Name: "keep", PollingInterval: 200, MaxWorkers: 20, KeepFinished: 86400},
+	} {
+		if _, err := s.QueuePut(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &flowBundle{s: s, ctx: ctx, w: w}
+}
+
+func flowJob(queue string) *store.JobInsertParams {
+	return &store.JobInsertParams{Queue: queue, Category: "c", URL: "http://w/", Payload: json.RawMessage(`{"x":1}`), Timeout: 10, MaxRetries: 2}
+}
+
+// after is a job of q that waits for the earlier jobs of the call at
+// indexes.
+func after(policy string, indexes ...int) *store.FlowJobParams {
+	p := &store.FlowJobParams{Job: flowJob("q"), OnParentFailure: policy}
+	for _, i := range indexes {
+		p.DependsOn = append(p.DependsOn, store.FlowParent{Index: i})
+	}
+	return p
+}
+
+func (b *flowBundle) insert(t *testing.T, p *store.FlowInsertParams) *store.FlowInserted {
+	t.Helper()
+	out, err := b.s.JobsInsertFlow(b.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (b *flowBundle) grab(t *testing.T, s *mysql.Store, queue string, limit int, leased bool) []*store.Job {
+	t.Helper()
+	jobs, err := s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: queue, Node: "n", Limit: limit, Lease: time.Minute, Leased: leased})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func (b *flowBundle) complete(t *testing.T, s *mysql.Store, p *store.JobsCompleteParams) int64 {
+	t.Helper()
+	p.Node = "n"
+	n, err := s.JobsComplete(b.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// state returns the state of job id, "" when it is gone.
+func (b *flowBundle) state(t *testing.T, id int64) string {
+	t.Helper()
+	var st string
+	err := b.s.DB().QueryRowContext(b.ctx, "SELECT state FROM jobs WHERE id = ?", id).Scan(&st)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (b *flowBundle) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.s.DB().QueryRowContext(b.ctx, q, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func ids(js []*store.Job) []int64 {
+	out := make([]int64, len(js))
+	for i, j := range js {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// TestFlow_Chain releases A → B → C step by step, and keeps the blocked
+// jobs out of grabs and of JobsNextDue.
+func TestFlow_Chain(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	out := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{after(""), after("", 0), after("", 1)}})
+	if want := []bool{false, true, true}; !slices.Equal(out.Blocked, want) {
+		t.Fatalf("Blocked = %v, want %v", out.Blocked, want)
+	}
+	for step := range 3 {
+		got := b.grab(t, b.s, "q", 10, false)
+		if len(got) != 1 || got[0].ID != out.IDs[step] || !got[0].Flow {
+			t.Fatalf("step %d: grabbed %v, want job %d with Flow", step, ids(got), out.IDs[step])
+		}
+		due, err := b.s.JobsNextDue(b.ctx, []string{"q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) != 1 || due[0].Job != store.Never {
+			t.Fatalf("step %d: JobsNextDue = %+v, want no waiting job (the others are blocked)", step, due)
+		}
+		if n := b.complete(t, b.s, &store.JobsCompleteParams{IDs: []int64{got[0].ID}, Flow: []store.FinishNote{{ID: got[0].ID}}}); n != 1 {
+			t.Fatalf("step %d: completed %d", step, n)
+		}
+		d := b.w.take()
+		if step < 2 && (d.Released != 1 || !slices.Equal(d.Queues, []string{"q"})) {
+			t.Fatalf("step %d: watch told %+v, want one job of q released", step, d)
+		}
+		if step == 2 && d.Released != 0 {
+			t.Fatalf("last step: watch told %+v", d)
+		}
+	}
+	if n := b.count(t, "SELECT (SELECT COUNT(*) FROM job_flows) + (SELECT COUNT(*) FROM job_deps) + (SELECT COUNT(*) FROM jobs)"); n != 0 {
+		t.Fatalf("%d flow rows, edges or jobs left", n)
+	}
+}
+
+// TestFlow_DiamondConcurrent ends B and C of A → (B, C) → D in two
+// concurrent transactions of two stores: D is released (or, when B
+// fails, cancelled) exactly once.
+func TestFlow_DiamondConcurrent(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	url := dbtest.URL(t, "mysql")
+	s1 := dbtest.OpenURL(t, url).(*mysql.Store)
+	s2 := dbtest.OpenURL(t, url).(*mysql.Store)
+	w := &flowWatch{}
+	s1.FlowWatch(w.fn)
+	s2.FlowWatch(w.fn)
+	for _, q := range []string{"q", "cb"} {
+		if _, err := s1.QueuePut(b.ctx, &store.Queue{Name: q, PollingInterval: 200, MaxWorkers: 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 8 {
+		fail := round%2 == 1
+		out, err := s1.JobsInsertFlow(b.ctx, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{after(""), after("", 0), after("", 0), after("", 1, 2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := b.grab(t, s1, "q", 10, false)
+		b.complete(t, s1, &store.JobsCompleteParams{IDs: ids(a)})
+		bc := b.grab(t, s1, "q", 10, false)
+		if !slices.Equal(ids(bc), out.IDs[1:3]) {
+			t.Fatalf("round %d: grabbed %v, want B and C %v", round, ids(bc), out.IDs[1:3])
+		}
+		w.take()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			if fail {
+				_, errs[0] = s1.JobFail(b.ctx, &store.JobFailParams{ID: out.IDs[1], Node: "n", Status: "permanent-failure", Message: "boom"})
+			} else {
+				_, errs[0] = s1.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: out.IDs[1:2]})
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[1] = s2.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: out.IDs[2:3]})
+		}()
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		d := w.take()
+		st := ""
+		if err := s1.DB().QueryRowContext(b.ctx, "SELECT state FROM jobs WHERE id = ?", out.IDs[3]).Scan(&st); err != nil && !fail {
+			t.Fatal(err)
+		}
+		switch {
+		case !fail && (d.Released != 1 || d.Ended != 0 || st != store.StateWaiting):
+			t.Fatalf("round %d: watch told %+v, D is %q: want D released once", round, d, st)
+		case fail && (d.Released != 0 || d.Ended != 1 || st != ""):
+			t.Fatalf("round %d: watch told %+v, D is %q: want D cancelled once", round, d, st)
+		}
+		if !fail {
+			dj := b.grab(t, s1, "q", 10, false)
+			b.complete(t, s1, &store.JobsCompleteParams{IDs: ids(dj)})
+		}
+	}
+}
+
+// TestFlow_Batch fires a batch's callbacks once, when its last job ends,
+// on_success only when all succeeded, with the batch's counts.
+func TestFlow_Batch(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	for _, failOne := range []bool{false, true} {
+		cbS, cbF := flowJob("cb"), flowJob("cb")
+		cbS.Category, cbF.Category = "batch-success", "batch-finish"
+		jobs := make([]*store.FlowJobParams, 4)
+		for i := range jobs {
+			jobs[i] = &store.FlowJobParams{Job: flowJob("q")}
+		}
+		out := b.insert(t, &store.FlowInsertParams{Jobs: jobs, Batch: &store.BatchParams{OnSuccess: cbS, OnFinish: cbF, Meta: json.RawMessage(`{"m":1}`)}})
+		got := b.grab(t, b.s, "q", 10, false)
+		if len(got) != 4 || out.BatchID == 0 {
+			t.Fatalf("grabbed %d jobs of batch %d", len(got), out.BatchID)
+		}
+		rest := ids(got)
+		if failOne {
+			if _, err := b.s.JobFail(b.ctx, &store.JobFailParams{ID: rest[0], Node: "n", Status: "permanent-failure"}); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[1:]
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: rest[:2], Flow: []store.FinishNote{{ID: rest[0]}, {ID: rest[1]}}})
+		if n := b.count(t, "SELECT COUNT(*) FROM jobs WHERE queue_name = 'cb'"); n != 0 {
+			t.Fatalf("%d callbacks before the batch's last job ended", n)
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: rest[2:]})
+		bt, err := b.s.BatchGet(b.ctx, out.BatchID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFailed := 0
+		wantCats := []string{"batch-success", "batch-finish"}
+		if failOne {
+			wantFailed, wantCats = 1, []string{"batch-finish"}
+		}
+		if bt.Total != 4 || bt.Pending != 0 || bt.Succeeded != 4-wantFailed || bt.Failed != wantFailed || bt.FinishedAt == nil ||
+			!bt.HasOnSuccess || !bt.HasOnFinish || string(bt.Meta) != `{"m":1}` {
+			t.Fatalf("batch = %+v", bt)
+		}
+		cbs := b.grab(t, b.s, "cb", 10, false)
+		var cats []string
+		for _, j := range cbs {
+			cats = append(cats, j.Category)
+			var p struct {
+				Batch struct {
+					ID        int64 `json:"id"`
+					Succeeded int   `json:"succeeded"`
+				} `json:"batch"`
+			}
+			if err := json.Unmarshal(j.Payload, &p); err != nil || p.Batch.ID != out.BatchID || p.Batch.Succeeded != 4-wantFailed {
+				t.Fatalf("callback payload %s (%v)", j.Payload, err)
+			}
+		}
+		if !slices.Equal(cats, wantCats) {
+			t.Fatalf("callbacks %v, want %v", cats, wantCats)
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(cbs)})
+	}
+	list, err := b.s.BatchesList(b.ctx, &store.BatchesListParams{Limit: 10})
+	if err != nil || len(list) != 2 || list[0].ID < list[1].ID {
+		t.Fatalf("BatchesList = %v, %v", list, err)
+	}
+}
+
+// TestFlow_StaleFlow adds a dependent by id to a job already grabbed:
+// JobsComplete, told nothing of its flow, still ends it through FlowEnd,
+// with and without history, and completes plain jobs beside it.
+func TestFlow_StaleFlow(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	for _, queue := range []string{"q", "keep"} {
+		parents, err := b.s.JobsInsert(b.ctx, []*store.JobInsertParams{flowJob(queue), flowJob(queue)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := b.grab(t, b.s, queue, 10, false)
+		if len(got) != 2 || got[0].Flow {
+			t.Fatalf("grabbed %v", got)
+		}
+		child := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: flowJob("q"), DependsOn: []store.FlowParent{{ID: parents[0]}}}}})
+		if !child.Blocked[0] {
+			t.Fatal("child of a live parent not blocked")
+		}
+		p := &store.JobsCompleteParams{IDs: parents}
+		if queue == "keep" {
+			p.Keep = []store.FinishNote{{ID: parents[0], Message: "m0"}, {ID: parents[1], Message: "m1"}}
+		}
+		if n := b.complete(t, b.s, p); n != 2 {
+			t.Fatalf("%s: completed %d, want 2", queue, n)
+		}
+		if st := b.state(t, child.IDs[0]); st != store.StateWaiting {
+			t.Fatalf("%s: child is %q, want waiting", queue, st)
+		}
+		if queue == "keep" {
+			if n := b.count(t, "SELECT COUNT(*) FROM finished_jobs WHERE id IN (?, ?) AND status = 'succeeded'", parents[0], parents[1]); n != 2 {
+				t.Fatalf("%d history rows, want 2", n)
+			}
+		}
+		if d := b.w.take(); d.Released != 1 {
+			t.Fatalf("%s: watch told %+v", queue, d)
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(b.grab(t, b.s, "q", 10, false))})
+	}
+}
+
+// TestFlow_ParentByID checks the parents given by id that are no longer
+// live: kept as succeeded (done), failed (refused, unless run), unknown.
+func TestFlow_ParentByID(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	pids, err := b.s.JobsInsert(b.ctx, []*store.JobInsertParams{flowJob("keep"), flowJob("keep")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.grab(t, b.s, "keep", 10, false)
+	b.complete(t, b.s, &store.JobsCompleteParams{IDs: pids[:1], Keep: []store.FinishNote{{ID: pids[0]}}})
+	if _, err := b.s.JobFail(b.ctx, &store.JobFailParams{ID: pids[1], Node: "n", Status: "permanent-failure", Keep: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		parent  int64
+		policy  string
+		blocked bool
+		status  string // of the ParentError; "-" for none
+	}{
+		{"succeeded", pids[0], "", false, "-"},
+		{"failed", pids[1], "", false, store.FinishedFailed},
+		{"failed, run", pids[1], store.ParentFailureRun, false, "-"},
+		{"unknown", 1 << 40, store.ParentFailureRun, false, ""},
+	} {
+		_, err := b.s.JobsInsertFlow(b.ctx, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{
+			{Job: flowJob("q")},
+			{Job: flowJob("q"), DependsOn: []store.FlowParent{{Index: 0}, {ID: c.parent}}, OnParentFailure: c.policy},
+		}})
+		var pe *store.ParentError
+		switch {
+		case c.status == "-" && err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		case c.status != "-" && !errors.As(err, &pe):
+			t.Fatalf("%s: err = %v, want a ParentError", c.name, err)
+		case c.status != "-" && (pe.Job != 1 || pe.Item != 1 || pe.Status != c.status || pe.Parent.ID != c.parent):
+			t.Fatalf("%s: ParentError %+v", c.name, pe)
+		}
+	}
+	// The two calls that stored their jobs: each child waits for its
+	// first job only.
+	if n := b.count(t, "SELECT COUNT(*) FROM job_deps"); n != 2 {
+		t.Fatalf("%d edges, want 2", n)
+	}
+	if n := b.count(t, "SELECT COUNT(*) FROM job_flows WHERE pending = 1"); n != 2 {
+		t.Fatalf("%d children waiting for one parent, want 2", n)
+	}
+}
+
+// TestFlow_ParentFailure cascades a failure through three levels of
+// cancel, moves a dependent with policy fail to the failure log, and runs
+// one with policy run.
+func TestFlow_ParentFailure(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	out := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{
+		after(""), after("", 0), after("", 1), after("", 2), // A → B → C → D
+		after(store.ParentFailureFail, 0), after(store.ParentFailureRun, 0), after("", 4), // A → E (fail) → G; A → F (run)
+	}})
+	a := b.grab(t, b.s, "q", 10, false)
+	if len(a) != 1 {
+		t.Fatalf("grabbed %d", len(a))
+	}
+	if _, err := b.s.JobFail(b.ctx, &store.JobFailParams{ID: a[0].ID, Node: "n", Status: "permanent-failure", Message: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	d := b.w.take()
+	if d.Ended != 5 || d.Released != 1 {
+		t.Fatalf("watch told %+v, want 5 ended (B, C, D, E, G), 1 released (F)", d)
+	}
+	for i, want := range []string{"", "", "", "", "", store.StateWaiting, ""} {
+		if st := b.state(t, out.IDs[i]); st != want {
+			t.Errorf("job %d is %q, want %q", i, st, want)
+		}
+	}
+	var status, msg string
+	if err := b.s.DB().QueryRowContext(b.ctx, "SELECT status, message FROM failed_jobs WHERE job_id = ?", out.IDs[4]).Scan(&status, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if status != store.FailedParent || msg == "" {
+		t.Fatalf("E in the failure log as %q %q", status, msg)
+	}
+	if n := b.count(t, "SELECT (SELECT COUNT(*) FROM job_flows) + (SELECT COUNT(*) FROM job_deps)"); n != 1 {
+		t.Fatalf("%d flow rows and edges left, want F's flow row", n)
+	}
+}
+
+// TestFlow_EndPaths ends a job with three callbacks by every end path and
+// checks which callbacks each inserts, with what status and message.
+func TestFlow_EndPaths(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	for _, c := range []struct {
+		name   string
+		leased bool
+		lease  time.Duration
+		end    func(j *store.Job) error
+		status string
+		msg    string
+		cats   []string
+	}{
+		{"complete", false, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: []int64{j.ID}, Flow: []store.FinishNote{{ID: j.ID, Message: "ok"}}})
+			return err
+		}, store.FinishedSucceeded, "ok", []string{"success", "finish"}},
+		{"succeed", true, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobsSucceed(b.ctx, &store.JobsSucceedParams{Grabs: []store.JobGrab{{ID: j.ID, Grabs: j.Grabs}}, Status: "success",
+				Notes: []store.FinishNote{{ID: j.ID, Message: "fine"}}})
+			return err
+		}, store.FinishedSucceeded, "fine", []string{"success", "finish"}},
+		{"finish delete", true, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobFinish(b.ctx, &store.JobFinishParams{ID: j.ID, Grabs: j.Grabs, Outcome: store.FinishDelete, Status: "success", Message: "del"})
+			return err
+		}, store.FinishedSucceeded, "del", []string{"success", "finish"}},
+		{"finish fail", true, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobFinish(b.ctx, &store.JobFinishParams{ID: j.ID, Grabs: j.Grabs, Outcome: store.FinishFail, Status: "failure", Message: "bad"})
+			return err
+		}, store.FinishedFailed, "bad", []string{"failure", "finish"}},
+		{"finish expired", true, time.Millisecond, func(j *store.Job) error {
+			time.Sleep(20 * time.Millisecond)
+			_, err := b.s.JobFinish(b.ctx, &store.JobFinishParams{ID: j.ID, Grabs: j.Grabs, Outcome: store.FinishFail, Status: "failure", Message: "lost", Expired: true})
+			return err
+		}, store.FinishedFailed, "lost", []string{"failure", "finish"}},
+		{"fail", false, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobFail(b.ctx, &store.JobFailParams{ID: j.ID, Node: "n", Status: "permanent-failure", Message: "no"})
+			return err
+		}, store.FinishedFailed, "no", []string{"failure", "finish"}},
+		{"cancel", false, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobCancel(b.ctx, "q", j.ID)
+			return err
+		}, store.FinishedCancelled, store.ResultCancelled, []string{"finish"}},
+		{"delete", false, time.Minute, func(j *store.Job) error {
+			_, err := b.s.JobDelete(b.ctx, "q", j.ID)
+			return err
+		}, store.FinishedCancelled, "deleted", []string{"finish"}},
+	} {
+		success, failure, finish := flowJob("cb"), flowJob("cb"), flowJob("cb")
+		success.Category, failure.Category, finish.Category = "success", "failure", "finish"
+		finish.Payload = json.RawMessage(`{"own":true}`)
+		out := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: flowJob("q"), OnSuccess: success, OnFailure: failure, OnFinish: finish}}})
+		got, err := b.s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 10, Lease: c.lease, Leased: c.leased})
+		if err != nil || len(got) != 1 || got[0].ID != out.IDs[0] {
+			t.Fatalf("%s: grabbed %v, %v", c.name, got, err)
+		}
+		if err := c.end(got[0]); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		cbs := b.grab(t, b.s, "cb", 10, false)
+		var cats []string
+		for _, j := range cbs {
+			cats = append(cats, j.Category)
+			var p struct {
+				Job struct {
+					ID      int64  `json:"id"`
+					Status  string `json:"status"`
+					Message string `json:"message"`
+				} `json:"job"`
+				Payload json.RawMessage `json:"payload"`
+			}
+			if err := json.Unmarshal(j.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Job.ID != out.IDs[0] || p.Job.Status != c.status || p.Job.Message != c.msg {
+				t.Errorf("%s: %s callback payload %s", c.name, j.Category, j.Payload)
+			}
+			if j.Category == "finish" && string(p.Payload) != `{"own":true}` {
+				t.Errorf("%s: on_finish payload %s", c.name, j.Payload)
+			}
+		}
+		if !slices.Equal(cats, c.cats) {
+			t.Errorf("%s: callbacks %v, want %v", c.name, cats, c.cats)
+		}
+		if d := b.w.take(); d.Callbacks != len(c.cats) || !slices.Equal(d.Queues, []string{"cb"}) {
+			t.Errorf("%s: watch told %+v", c.name, d)
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(cbs)})
+		if n := b.count(t, "SELECT (SELECT COUNT(*) FROM job_flows) + (SELECT COUNT(*) FROM jobs)"); n != 0 {
+			t.Fatalf("%s: %d flow rows or jobs left", c.name, n)
+		}
+	}
+}
+
+// TestFlow_FanIn releases one child of 10,000 parents once, the parents
+// ending in calls of 100.
+func TestFlow_FanIn(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	const n = 10_000
+	jobs := make([]*store.FlowJobParams, n+1)
+	child := &store.FlowJobParams{Job: flowJob("cb")}
+	for i := range n {
+		jobs[i] = &store.FlowJobParams{Job: flowJob("q")}
+		child.DependsOn = append(child.DependsOn, store.FlowParent{Index: i})
+	}
+	jobs[n] = child
+	start := time.Now()
+	out := b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	if !out.Blocked[n] {
+		t.Fatal("child not blocked")
+	}
+	t.Logf("inserted %d parents and their child in %v", n, time.Since(start))
+	for done := 0; done < n; {
+		got := b.grab(t, b.s, "q", 100, false)
+		if len(got) == 0 {
+			t.Fatalf("nothing to grab after %d", done)
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(got), Flow: make([]store.FinishNote, 0)})
+		done += len(got)
+		if st := b.state(t, out.IDs[n]); (done < n) != (st == store.StateBlocked) {
+			t.Fatalf("child is %q after %d parents ended", st, done)
+		}
+	}
+	if d := b.w.take(); d.Released != 1 {
+		t.Fatalf("watch told %+v, want one release", d)
+	}
+	t.Logf("fan-in of %d in %v", n, time.Since(start))
+}
