@@ -112,3 +112,7 @@ var (
 	FinishedPruneFindSQL = finishedPruneFindSQL
 	FinishedListSQL      = finishedListSQL
 )
+
+// LockChildrenSQL locks a parent's blocked dependents, for the EXPLAIN
+// test.
+var LockChildrenSQL = lockChildrenSQL

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -570,4 +571,29 @@ func TestFlow_FanIn(t *testing.T) {
 		t.Fatalf("watch told %+v, want one release", d)
 	}
 	t.Logf("fan-in of %d in %v", n, time.Since(start))
+}
+
+// TestFlow_LockChildrenPlan checks that the lock of a parent's dependents
+// reads jobs first, by primary key in id order (the lock order), then
+// each job's flow row by its key.
+func TestFlow_LockChildrenPlan(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	jobs := []*store.FlowJobParams{after("")}
+	for range 50 {
+		jobs = append(jobs, after("", 0))
+	}
+	b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	if _, err := b.s.DB().ExecContext(b.ctx, "ANALYZE TABLE jobs, job_flows"); err != nil {
+		t.Fatal(err)
+	}
+	args := []any{}
+	for i := 2; i <= 31; i++ {
+		args = append(args, i)
+	}
+	plan := queryMaps(t, b.s.DB(), "EXPLAIN "+mysql.LockChildrenSQL(len(args)), args...)
+	if len(plan) != 2 || plan[0]["table"] != "j" || plan[0]["key"] != "PRIMARY" || plan[0]["type"] != "range" ||
+		plan[1]["table"] != "f" || plan[1]["type"] != "eq_ref" || strings.Contains(plan[0]["Extra"], "filesort") {
+		t.Fatalf("plan %v", plan)
+	}
 }

@@ -23,7 +23,19 @@ import (
 type flowTx struct {
 	tx *sql.Tx
 	s  *Store
+	// edges are the edges from the jobs edgesOf to their dependents, read
+	// by FlowsOf with their flow rows, for FlowChildren, which store.FlowEnd
+	// calls next with the same ids: one round trip less.
+	edges   []flowEdge
+	edgesOf []int64
+	// blocked are the ended jobs that were blocked: the only ones with
+	// edges to parents (a job is released once its parents all ended, and
+	// each parent's end deletes its edges), which FlowForget deletes.
+	blocked map[int64]bool
 }
+
+// flowEdge is a job_deps row.
+type flowEdge struct{ parent, child int64 }
 
 var _ store.FlowTx = (*flowTx)(nil)
 
@@ -33,18 +45,25 @@ func (s *Store) endFlows(ctx context.Context, tx *sql.Tx, ended ...store.FlowEnd
 	if !slices.ContainsFunc(ended, func(e store.FlowEnded) bool { return e.Job.Flow }) {
 		return store.FlowDone{}, nil
 	}
-	return store.FlowEnd(ctx, &flowTx{tx: tx, s: s}, ended)
+	f := &flowTx{tx: tx, s: s, blocked: map[int64]bool{}}
+	for _, e := range ended {
+		if e.Job.State == store.StateBlocked {
+			f.blocked[e.Job.ID] = true
+		}
+	}
+	return store.FlowEnd(ctx, f, ended)
 }
 
 const jobFlowCols = "job_id, batch_id, on_success, on_failure, on_finish, pending, on_parent_failure"
 
-func scanJobFlow(sc sqldb.Scanner) (*store.JobFlow, error) {
+// scanJobFlow scans extra, then the jobFlowCols of one row.
+func scanJobFlow(sc sqldb.Scanner, extra ...any) (*store.JobFlow, error) {
 	var (
 		f                   store.JobFlow
 		batch               sql.NullInt64
 		success, fail, fini []byte
 	)
-	if err := sc.Scan(&f.JobID, &batch, &success, &fail, &fini, &f.Pending, &f.OnParentFailure); err != nil {
+	if err := sc.Scan(append(extra, &f.JobID, &batch, &success, &fail, &fini, &f.Pending, &f.OnParentFailure)...); err != nil {
 		return nil, err
 	}
 	f.BatchID = batch.Int64
@@ -59,27 +78,61 @@ func scanJobFlow(sc sqldb.Scanner) (*store.JobFlow, error) {
 	return &f, err
 }
 
-// FlowsOf reads the flow rows of ids. The caller holds their jobs (it
-// ended them), and the writers of a flow row hold its job: a plain read.
+// FlowsOf reads the flow rows of ids, and in the same statement their
+// edges to dependents, kept for FlowChildren. The caller holds the jobs
+// (it ended them), and the writers of a flow row or of a parent's edges
+// hold its job: a plain read.
 func (f *flowTx) FlowsOf(ctx context.Context, ids []int64) ([]*store.JobFlow, error) {
-	return sqldb.QueryAll(ctx, f.tx, scanJobFlow, `/* rowq:flow.flows_of */ SELECT `+jobFlowCols+`
-		FROM job_flows WHERE job_id IN (`+sqldb.Placeholders(len(ids))+`)`, idArgs(ids)...)
+	in := sqldb.Placeholders(len(ids))
+	rows, err := f.tx.QueryContext(ctx, `/* rowq:flow.flows_of */ SELECT 0, `+jobFlowCols+` FROM job_flows WHERE job_id IN (`+in+`)
+		UNION ALL SELECT 1, parent_id, child_id, NULL, NULL, NULL, 0, '' FROM job_deps WHERE parent_id IN (`+in+`)`,
+		idArgs(ids, idArgs(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var flows []*store.JobFlow
+	f.edges, f.edgesOf = nil, nil
+	for rows.Next() {
+		var edge bool
+		jf, err := scanJobFlow(rows, &edge)
+		if err != nil {
+			return nil, err
+		}
+		if edge {
+			f.edges = append(f.edges, flowEdge{parent: jf.JobID, child: jf.BatchID})
+		} else {
+			flows = append(flows, jf)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	f.edgesOf = slices.Clone(ids)
+	return flows, nil
 }
 
-// FlowChildren reads the edges of parents (a plain read: a new edge to a
-// parent is written by a transaction that holds the parent, which the
-// caller holds), then locks the children still blocked, ascending, and
-// their flow rows.
+// FlowChildren takes the edges of parents (FlowsOf's, or read: a plain
+// read, as there), then locks the children still blocked, ascending, each
+// job row then its flow row (STRAIGHT_JOIN: jobs first, by primary key).
+// Every writer of a flow row holds its job row first, so taking both in
+// one statement orders the locks as two statements would.
 func (f *flowTx) FlowChildren(ctx context.Context, parents []int64) ([]store.FlowChild, error) {
-	type edge struct{ parent, child int64 }
-	edges, err := sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (edge, error) {
-		var e edge
-		err := sc.Scan(&e.parent, &e.child)
-		return e, err
-	}, `/* rowq:flow.children */ SELECT parent_id, child_id FROM job_deps
-		WHERE parent_id IN (`+sqldb.Placeholders(len(parents))+`)`, idArgs(parents)...)
-	if err != nil || len(edges) == 0 {
-		return nil, err
+	edges := f.edges
+	if !slices.Equal(parents, f.edgesOf) {
+		var err error
+		edges, err = sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (flowEdge, error) {
+			var e flowEdge
+			err := sc.Scan(&e.parent, &e.child)
+			return e, err
+		}, `/* rowq:flow.children */ SELECT parent_id, child_id FROM job_deps
+			WHERE parent_id IN (`+sqldb.Placeholders(len(parents))+`)`, idArgs(parents)...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(edges) == 0 {
+		return nil, nil
 	}
 	var children []int64
 	for _, e := range edges {
@@ -87,22 +140,16 @@ func (f *flowTx) FlowChildren(ctx context.Context, parents []int64) ([]store.Flo
 	}
 	slices.Sort(children)
 	children = slices.Compact(children)
-	locked, err := sqldb.QueryAll(ctx, f.tx, sqldb.ScanInt64, `/* rowq:flow.children */ SELECT id FROM jobs FORCE INDEX (PRIMARY)
-		WHERE id IN (`+sqldb.Placeholders(len(children))+`) AND state = 'blocked' ORDER BY id FOR UPDATE`, idArgs(children)...)
-	if err != nil || len(locked) == 0 {
-		return nil, err
-	}
-	flows, err := sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (store.FlowChild, error) {
+	locked, err := sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (store.FlowChild, error) {
 		var c store.FlowChild
 		err := sc.Scan(&c.Child, &c.Pending, &c.OnParentFailure)
 		return c, err
-	}, `/* rowq:flow.children */ SELECT job_id, pending, on_parent_failure FROM job_flows
-		WHERE job_id IN (`+sqldb.Placeholders(len(locked))+`) ORDER BY job_id FOR UPDATE`, idArgs(locked)...)
+	}, lockChildrenSQL(len(children)), idArgs(children)...)
 	if err != nil {
 		return nil, err
 	}
-	byChild := make(map[int64]store.FlowChild, len(flows))
-	for _, c := range flows {
+	byChild := make(map[int64]store.FlowChild, len(locked))
+	for _, c := range locked {
 		byChild[c.Child] = c
 	}
 	var out []store.FlowChild
@@ -113,6 +160,14 @@ func (f *flowTx) FlowChildren(ctx context.Context, parents []int64) ([]store.Flo
 		}
 	}
 	return out, nil
+}
+
+// lockChildrenSQL locks those of n jobs that are blocked, and their flow
+// rows, in ascending id order.
+func lockChildrenSQL(n int) string {
+	return `/* rowq:flow.children */ SELECT j.id, f.pending, f.on_parent_failure
+		FROM jobs j FORCE INDEX (PRIMARY) STRAIGHT_JOIN job_flows f ON f.job_id = j.id
+		WHERE j.id IN (` + sqldb.Placeholders(n) + `) AND j.state = 'blocked' ORDER BY j.id FOR UPDATE`
 }
 
 // FlowSetPending writes the pending counts, one CASE on the job id.
@@ -198,6 +253,7 @@ func (f *flowTx) FlowEndBlocked(ctx context.Context, ids []int64, status, messag
 	}
 	var fs []*store.FinishedJob
 	for _, j := range jobs {
+		f.blocked[j.ID] = true
 		if keep[j.ID] {
 			fs = append(fs, store.FinishedOf(j, status, message, nil, now))
 		}
@@ -221,20 +277,30 @@ func (f *flowTx) FlowEndBlocked(ctx context.Context, ids []int64, status, messag
 	return jobs, err
 }
 
-// FlowForget deletes the flow rows of ids and their edges both ways.
+// FlowForget deletes the flow rows of ids and their edges both ways: to
+// their dependents, and, for those that were blocked, to their parents.
 func (f *flowTx) FlowForget(ctx context.Context, ids []int64) error {
 	in := sqldb.Placeholders(len(ids))
 	args := idArgs(ids)
 	for _, q := range []string{
 		`/* rowq:flow.forget */ DELETE FROM job_flows WHERE job_id IN (` + in + `)`,
 		`/* rowq:flow.forget */ DELETE FROM job_deps WHERE parent_id IN (` + in + `)`,
-		`/* rowq:flow.forget */ DELETE FROM job_deps WHERE child_id IN (` + in + `)`,
 	} {
 		if _, err := f.tx.ExecContext(ctx, q, args...); err != nil {
 			return err
 		}
 	}
-	return nil
+	var blocked []int64
+	for _, id := range ids {
+		if f.blocked[id] {
+			blocked = append(blocked, id)
+		}
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	_, err := f.tx.ExecContext(ctx, `/* rowq:flow.forget */ DELETE FROM job_deps WHERE child_id IN (`+sqldb.Placeholders(len(blocked))+`)`, idArgs(blocked)...)
+	return err
 }
 
 // FlowInsertJobs inserts the callbacks as waiting jobs, with the
