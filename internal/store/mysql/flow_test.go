@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -595,5 +596,63 @@ func TestFlow_LockChildrenPlan(t *testing.T) {
 	if len(plan) != 2 || plan[0]["table"] != "j" || plan[0]["key"] != "PRIMARY" || plan[0]["type"] != "range" ||
 		plan[1]["table"] != "f" || plan[1]["type"] != "eq_ref" || strings.Contains(plan[0]["Extra"], "filesort") {
 		t.Fatalf("plan %v", plan)
+	}
+}
+
+// TestFlow_WithoutReturning stores a flow the way a MySQL server takes
+// it (ids from LAST_INSERT_ID()): each id names its own job, and the
+// edges and the callbacks follow them.
+func TestFlow_WithoutReturning(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	b.s.WithoutReturning()
+	cb := flowJob("cb")
+	jobs := []*store.FlowJobParams{after(""), after("", 0), {Job: flowJob("q"), OnFinish: cb, DependsOn: []store.FlowParent{{Index: 1}}}}
+	for i, j := range jobs {
+		j.Job.Payload = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+	}
+	out := b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	for i, id := range out.IDs {
+		j, err := b.s.JobGet(b.ctx, "q", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(j.Payload) != string(jobs[i].Job.Payload) || j.State != map[bool]string{false: "waiting", true: "blocked"}[out.Blocked[i]] {
+			t.Fatalf("job %d: %s %s, want %s", i, j.Payload, j.State, jobs[i].Job.Payload)
+		}
+	}
+	for range 3 {
+		got := b.grab(t, b.s, "q", 10, false)
+		if len(got) != 1 {
+			t.Fatalf("grabbed %d", len(got))
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(got)})
+	}
+	if got := b.grab(t, b.s, "cb", 10, false); len(got) != 1 {
+		t.Fatalf("%d callbacks, want 1", len(got))
+	}
+}
+
+// TestFlow_StaleFlowSucceed adds a dependent by id to a job a worker
+// leased: JobsSucceed, whose DELETE leaves jobs with a flow, ends it
+// through FlowEnd beside a plain job.
+func TestFlow_StaleFlowSucceed(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	if _, err := b.s.JobsInsert(b.ctx, []*store.JobInsertParams{flowJob("q"), flowJob("q")}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.grab(t, b.s, "q", 10, true)
+	child := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: flowJob("cb"), DependsOn: []store.FlowParent{{ID: got[1].ID}}}}})
+	queues, err := b.s.JobsSucceed(b.ctx, &store.JobsSucceedParams{Status: "success",
+		Grabs: []store.JobGrab{{ID: got[0].ID, Grabs: got[0].Grabs}, {ID: got[1].ID, Grabs: got[1].Grabs}}})
+	if err != nil || !slices.Equal(queues, []string{"q", "q"}) {
+		t.Fatalf("JobsSucceed = %v, %v", queues, err)
+	}
+	if st := b.state(t, child.IDs[0]); st != store.StateWaiting {
+		t.Fatalf("child is %q, want waiting", st)
+	}
+	if n := b.count(t, "SELECT COUNT(*) FROM jobs WHERE queue_name = 'q'"); n != 0 {
+		t.Fatalf("%d jobs left", n)
 	}
 }
