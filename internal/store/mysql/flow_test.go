@@ -24,6 +24,7 @@ import (
 // what its FlowWatch function was told.
 type flowBundle struct {
 	s   *mysql.Store
+	url string // of the store's database, for a second store
 	ctx context.Context
 	w   *flowWatch
 }
@@ -54,7 +55,8 @@ func flowSetup(t *testing.T) *flowBundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	s := dbtest.Open(t, "mysql").(*mysql.Store)
+	url := dbtest.URL(t, "mysql")
+	s := dbtest.OpenURL(t, url).(*mysql.Store)
 	w := &flowWatch{}
 	s.FlowWatch(w.fn)
 	for _, q := range []*store.Queue{
@@ -66,7 +68,7 @@ func flowSetup(t *testing.T) *flowBundle {
 			t.Fatal(err)
 		}
 	}
-	return &flowBundle{s: s, ctx: ctx, w: w}
+	return &flowBundle{s: s, url: url, ctx: ctx, w: w}
 }
 
 func flowJob(queue string) *store.JobInsertParams {
@@ -182,17 +184,9 @@ func TestFlow_Chain(t *testing.T) {
 func TestFlow_DiamondConcurrent(t *testing.T) {
 	t.Parallel()
 	b := flowSetup(t)
-	url := dbtest.URL(t, "mysql")
-	s1 := dbtest.OpenURL(t, url).(*mysql.Store)
-	s2 := dbtest.OpenURL(t, url).(*mysql.Store)
-	w := &flowWatch{}
-	s1.FlowWatch(w.fn)
+	s1, s2 := b.s, dbtest.OpenURL(t, b.url).(*mysql.Store)
+	w := b.w
 	s2.FlowWatch(w.fn)
-	for _, q := range []string{"q", "cb"} {
-		if _, err := s1.QueuePut(b.ctx, &store.Queue{Name: q, PollingInterval: 200, MaxWorkers: 20}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for round := range 8 {
 		fail := round%2 == 1
 		out, err := s1.JobsInsertFlow(b.ctx, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{after(""), after("", 0), after("", 0), after("", 1, 2)}})
@@ -654,5 +648,47 @@ func TestFlow_StaleFlowSucceed(t *testing.T) {
 	}
 	if n := b.count(t, "SELECT COUNT(*) FROM jobs WHERE queue_name = 'q'"); n != 0 {
 		t.Fatalf("%d jobs left", n)
+	}
+}
+
+// TestFlow_StaleFlowRace adds a dependent by id to a grabbed job while
+// another store completes it, told nothing of a flow: whichever commits
+// first, the dependent is never left blocked by a parent that is gone.
+func TestFlow_StaleFlowRace(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	s2 := dbtest.OpenURL(t, b.url).(*mysql.Store)
+	for round := range 20 {
+		pid, err := b.s.JobsInsert(b.ctx, []*store.JobInsertParams{flowJob("keep")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.grab(t, b.s, "keep", 10, false)
+		var (
+			wg    sync.WaitGroup
+			child *store.FlowInserted
+			errs  = make([]error, 2)
+			start = make(chan struct{})
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[0] = b.s.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: pid, Keep: []store.FinishNote{{ID: pid[0]}}})
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			child, errs[1] = s2.JobsInsertFlow(b.ctx, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: flowJob("q"), DependsOn: []store.FlowParent{{ID: pid[0]}}}}})
+		}()
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if st := b.state(t, child.IDs[0]); st != store.StateWaiting {
+			t.Fatalf("round %d: child is %q (blocked first: %v), want waiting", round, st, child.Blocked[0])
+		}
+		b.complete(t, b.s, &store.JobsCompleteParams{IDs: ids(b.grab(t, b.s, "q", 10, false))})
 	}
 }
