@@ -113,6 +113,10 @@ var (
 	FinishedListSQL      = finishedListSQL
 )
 
-// LockChildrenSQL locks a parent's blocked dependents, for the EXPLAIN
-// test.
-var LockChildrenSQL = lockChildrenSQL
+// Flow statements, for the EXPLAIN test.
+var (
+	LockChildrenSQL      = lockChildrenSQL
+	ForgetFlowsSQL       = forgetFlowsSQL
+	ForgetChildEdgesSQL  = forgetChildEdgesSQL
+	ForgetParentEdgesSQL = forgetParentEdgesSQL
+)

@@ -568,28 +568,42 @@ func TestFlow_FanIn(t *testing.T) {
 	t.Logf("fan-in of %d in %v", n, time.Since(start))
 }
 
-// TestFlow_LockChildrenPlan checks that the lock of a parent's dependents
-// reads jobs first, by primary key in id order (the lock order), then
-// each job's flow row by its key.
-func TestFlow_LockChildrenPlan(t *testing.T) {
+// TestFlow_Plans checks that the lock of a parent's dependents reads jobs
+// first, by primary key in id order (the lock order), then each job's
+// flow row by its key, and that FlowForget's deletes find their rows by
+// key, not by a scan that would wait for every locked row.
+func TestFlow_Plans(t *testing.T) {
 	t.Parallel()
 	b := flowSetup(t)
-	jobs := []*store.FlowJobParams{after("")}
+	jobs := []*store.FlowJobParams{after(""), after("")}
 	for range 50 {
-		jobs = append(jobs, after("", 0))
+		jobs = append(jobs, after("", 0, 1))
 	}
 	b.insert(t, &store.FlowInsertParams{Jobs: jobs})
-	if _, err := b.s.DB().ExecContext(b.ctx, "ANALYZE TABLE jobs, job_flows"); err != nil {
+	if _, err := b.s.DB().ExecContext(b.ctx, "ANALYZE TABLE jobs, job_flows, job_deps"); err != nil {
 		t.Fatal(err)
 	}
 	args := []any{}
-	for i := 2; i <= 31; i++ {
+	for i := 3; i <= 32; i++ {
 		args = append(args, i)
 	}
 	plan := queryMaps(t, b.s.DB(), "EXPLAIN "+mysql.LockChildrenSQL(len(args)), args...)
 	if len(plan) != 2 || plan[0]["table"] != "j" || plan[0]["key"] != "PRIMARY" || plan[0]["type"] != "range" ||
 		plan[1]["table"] != "f" || plan[1]["type"] != "eq_ref" || strings.Contains(plan[0]["Extra"], "filesort") {
-		t.Fatalf("plan %v", plan)
+		t.Fatalf("lock children: plan %v", plan)
+	}
+	for _, c := range []struct {
+		name, query, key string
+		args             []any
+	}{
+		{"forget flows", mysql.ForgetFlowsSQL(2), "PRIMARY", []any{3, 4}},
+		{"forget edges to children", mysql.ForgetChildEdgesSQL(2), "PRIMARY", []any{1, 2}},
+		{"forget edges to parents", mysql.ForgetParentEdgesSQL(2), "job_deps_child", []any{3, 4}},
+	} {
+		plan := queryMaps(t, b.s.DB(), "EXPLAIN "+c.query, c.args...)
+		if len(plan) != 1 || plan[0]["key"] != c.key || plan[0]["type"] != "range" {
+			t.Errorf("%s: plan %v, want a range on %s", c.name, plan, c.key)
+		}
 	}
 }
 

@@ -179,7 +179,7 @@ func (f *flowTx) FlowSetPending(ctx context.Context, pending map[int64]int) erro
 	slices.Sort(ids)
 	var q strings.Builder
 	args := make([]any, 0, 3*len(ids))
-	q.WriteString(`/* rowq:flow.set_pending */ UPDATE job_flows SET pending = CASE job_id`)
+	q.WriteString(`/* rowq:flow.set_pending */ UPDATE job_flows FORCE INDEX (PRIMARY) SET pending = CASE job_id`)
 	for _, id := range ids {
 		q.WriteString(" WHEN ? THEN ?")
 		args = append(args, id, pending[id])
@@ -273,19 +273,30 @@ func (f *flowTx) FlowEndBlocked(ctx context.Context, ids []int64, status, messag
 	for i, j := range jobs {
 		gone[i] = j.ID
 	}
-	_, err = f.tx.ExecContext(ctx, `/* rowq:flow.end_blocked */ DELETE FROM jobs WHERE id IN (`+sqldb.Placeholders(len(gone))+`)`, idArgs(gone)...)
+	_, err = f.tx.ExecContext(ctx, `/* rowq:flow.end_blocked */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(gone))+`)`, idArgs(gone)...)
 	return jobs, err
+}
+
+// Statements of FlowForget for n ids. Each names its index: on the few
+// rows of a small table the optimizer prefers a full scan, which in a
+// locking statement waits for every row another transaction holds.
+func forgetFlowsSQL(n int) string {
+	return `/* rowq:flow.forget */ DELETE job_flows FROM job_flows FORCE INDEX (PRIMARY) WHERE job_id IN (` + sqldb.Placeholders(n) + `)`
+}
+
+func forgetChildEdgesSQL(n int) string {
+	return `/* rowq:flow.forget */ DELETE job_deps FROM job_deps FORCE INDEX (PRIMARY) WHERE parent_id IN (` + sqldb.Placeholders(n) + `)`
+}
+
+func forgetParentEdgesSQL(n int) string {
+	return `/* rowq:flow.forget */ DELETE job_deps FROM job_deps FORCE INDEX (job_deps_child) WHERE child_id IN (` + sqldb.Placeholders(n) + `)`
 }
 
 // FlowForget deletes the flow rows of ids and their edges both ways: to
 // their dependents, and, for those that were blocked, to their parents.
 func (f *flowTx) FlowForget(ctx context.Context, ids []int64) error {
-	in := sqldb.Placeholders(len(ids))
 	args := idArgs(ids)
-	for _, q := range []string{
-		`/* rowq:flow.forget */ DELETE FROM job_flows WHERE job_id IN (` + in + `)`,
-		`/* rowq:flow.forget */ DELETE FROM job_deps WHERE parent_id IN (` + in + `)`,
-	} {
+	for _, q := range []string{forgetFlowsSQL(len(ids)), forgetChildEdgesSQL(len(ids))} {
 		if _, err := f.tx.ExecContext(ctx, q, args...); err != nil {
 			return err
 		}
@@ -299,7 +310,7 @@ func (f *flowTx) FlowForget(ctx context.Context, ids []int64) error {
 	if len(blocked) == 0 {
 		return nil
 	}
-	_, err := f.tx.ExecContext(ctx, `/* rowq:flow.forget */ DELETE FROM job_deps WHERE child_id IN (`+sqldb.Placeholders(len(blocked))+`)`, idArgs(blocked)...)
+	_, err := f.tx.ExecContext(ctx, forgetParentEdgesSQL(len(blocked)), idArgs(blocked)...)
 	return err
 }
 
