@@ -12,7 +12,8 @@ import (
 // jobsListSQL builds the listing query for a kind and direction. Waiting
 // and deferred jobs are read from jobs_list (queue_name, next_try, id) in
 // index order, skipping the grabbed rows among them (the deliveries in
-// flight, few); grabbed jobs, few, from their range of jobs_fetch, then
+// flight, few) and the blocked ones (flows, listed apart: JobsBlocked);
+// grabbed jobs, few, from their range of jobs_fetch, then
 // sorted. The keyset condition is written as a range on next_try plus a
 // tie-break so that both MySQL and MariaDB use it as an index range.
 // Grabbed jobs include the leased ones: both are out for delivery.

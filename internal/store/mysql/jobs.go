@@ -946,7 +946,10 @@ func micros(d time.Duration) time.Duration { return time.Duration(d.Microseconds
 // out. The first subquery walks jobs_list (queue_name, next_try, id) from
 // its start to the first waiting job, past the grabbed ones (the
 // deliveries in flight, few), however many jobs wait; the second reads the
-// queue's grabs and leases in jobs_fetch (queue_name, state, …).
+// queue's grabs and leases in jobs_fetch (queue_name, state, …). Blocked
+// jobs (flows) are walked past too, and they may be many: a look at a
+// queue with 10,000 blocked jobs due took 7 ms instead of 0.5 (MariaDB
+// 10.11, 2 cores), linear in their number.
 func jobsNextDueSQL(n int) string {
 	return `/* rowq:jobs.next_due */ SELECT name, TIMESTAMPDIFF(MICROSECOND, NOW(6), w), TIMESTAMPDIFF(MICROSECOND, NOW(6), g) FROM (
 		SELECT q.name,
