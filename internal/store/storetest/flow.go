@@ -30,6 +30,7 @@ var flowTests = slices.Concat(flowCallbackTests(), []conformanceTest{
 	{"Flow_KeepAndRetry", testFlowKeepAndRetry},
 	{"Flow_PlainJobsKeepTheirPath", testFlowPlain},
 	{"Flow_BlockedInvisible", testFlowBlockedInvisible},
+	{"Flow_BlockedHeadsNoKey", testFlowBlockedKeyHeads},
 	{"Flow_ReadsNotFound", testFlowNotFound},
 	{"Flow_FanIn", testFlowFanIn},
 })
@@ -902,5 +903,35 @@ func testFlowFanIn(t *testing.T, s store.Store) {
 	}
 	if d, _ := w.get(); d.Released != 1 {
 		t.Fatalf("FlowWatch told %+v, want 1 released", d)
+	}
+}
+
+// testFlowBlockedKeyHeads: a blocked ordered job holds back none of its
+// key's jobs; released, it takes its place (its id) in the key's order.
+func testFlowBlockedKeyHeads(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	ordered := func() *store.JobInsertParams {
+		j := flowJob("q", `{}`)
+		j.ConcurrencyKey, j.ConcurrencyLimit, j.Ordered = "k", 1, true
+		return j
+	}
+	parent := insert(t, s, "q", 1, 0)[0]
+	child := insertFlow(t, s, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: ordered(), DependsOn: []store.FlowParent{{ID: parent}}}}}).IDs[0]
+	later := must(s.JobsInsert(ctx, []*store.JobInsertParams{ordered()}))(t)[0]
+	head := func() int64 {
+		t.Helper()
+		return must(s.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: "q", Keys: []string{"k"}}))(t)["k"]
+	}
+	if got := head(); got != later {
+		t.Fatalf("head of the key while its oldest job is blocked = %d, want %d", got, later)
+	}
+	jobs := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 10, Lease: time.Minute, NoKeys: true}))(t)
+	if len(jobs) != 1 || jobs[0].ID != parent {
+		t.Fatalf("grabbed %v, want the parent %d", jobIDs(jobs), parent)
+	}
+	complete(t, s, parent)
+	if got := head(); got != child {
+		t.Fatalf("head of the key once its oldest job is released = %d, want %d", got, child)
 	}
 }
