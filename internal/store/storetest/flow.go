@@ -23,6 +23,7 @@ var flowTests = slices.Concat(flowCallbackTests(), []conformanceTest{
 	{"Flow_ParentFailureFail", testFlowParentFail},
 	{"Flow_ParentFailureRun", testFlowParentRun},
 	{"Flow_ParentGrabbedWithStaleFlow", testFlowParentGrabbed},
+	{"Flow_ParentLeasedWithStaleFlow", testFlowParentLeased},
 	{"Flow_ParentFinishedAndKept", testFlowParentKept},
 	{"Flow_ParentUnknown", testFlowParentUnknown},
 	{"Flow_BatchCallbacksOnce", testFlowBatch},
@@ -934,4 +935,32 @@ func testFlowBlockedKeyHeads(t *testing.T, s store.Store) {
 	if got := head(); got != child {
 		t.Fatalf("head of the key once its oldest job is released = %d, want %d", got, child)
 	}
+}
+
+// testFlowParentLeased gives leased jobs dependents after their grab (the
+// holder's Job.Flow is false), then ends them by JobsSucceed and JobFinish:
+// each end goes through FlowEnd all the same.
+func testFlowParentLeased(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	putQueue(t, s, "c")
+	ids := insert(t, s, "q", 3, 0)
+	jobs := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 3, Lease: time.Minute, Leased: true}))(t)
+	if got := sorted(jobIDs(jobs)); !slices.Equal(got, ids) || jobs[0].Flow {
+		t.Fatalf("grabbed %v (Flow %v), want %v without flow", got, jobs[0].Flow, ids)
+	}
+	p := &store.FlowInsertParams{}
+	for _, id := range ids {
+		p.Jobs = append(p.Jobs, &store.FlowJobParams{Job: flowJob("c", `{}`), DependsOn: []store.FlowParent{{ID: id}}})
+	}
+	children := insertFlow(t, s, p).IDs
+	must(s.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: []store.JobGrab{{ID: ids[0], Grabs: 1}}, Status: "success"}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ids[1], Grabs: 1, Outcome: store.FinishDelete, Status: "success"}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ids[2], Grabs: 1, Outcome: store.FinishFail, Status: "permanent-failure", Message: "no"}))(t)
+	for i, id := range children[:2] {
+		if st := jobState(t, s, "c", id); st != store.StateWaiting {
+			t.Fatalf("dependent of parent %d: %s, want waiting", ids[i], st)
+		}
+	}
+	notLive(t, s, "c", children[2])
 }
