@@ -162,18 +162,24 @@ func planFlow(p *store.FlowInsertParams, live map[int64]bool) (*flowPlan, error)
 	plan := &flowPlan{flow: make([]bool, n), waitIdx: make([][]int, n), waitID: make([][]int64, n)}
 	for i, j := range p.Jobs {
 		plan.flow[i] = plan.flow[i] || j.HasFlow() || p.Batch != nil
+		seen := make(map[store.FlowParent]bool, len(j.DependsOn)) // each parent once
 		for _, d := range j.DependsOn {
+			if d.ID > 0 {
+				d.Index = 0
+			}
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
 			switch {
 			case d.ID > 0:
-				if live[d.ID] && !slices.Contains(plan.waitID[i], d.ID) {
+				if live[d.ID] {
 					plan.waitID[i] = append(plan.waitID[i], d.ID)
 				}
 			case d.Index < 0 || d.Index >= i:
 				return nil, fmt.Errorf("job %d depends on job %d of the call, which is not an earlier one", i, d.Index)
 			default:
-				if !slices.Contains(plan.waitIdx[i], d.Index) {
-					plan.waitIdx[i] = append(plan.waitIdx[i], d.Index)
-				}
+				plan.waitIdx[i] = append(plan.waitIdx[i], d.Index)
 				plan.flow[d.Index] = true
 			}
 		}

@@ -603,3 +603,42 @@ func TestFlow_DeleteBlocked(t *testing.T) {
 		t.Errorf("flow of a = %+v, %v", info, err)
 	}
 }
+
+// TestFlow_FanIn: a child of 10,000 parents, which end in batches of 100,
+// is released once, by the last.
+func TestFlow_FanIn(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	const n = 10000
+	jobs := make([]*store.FlowJobParams, n+1)
+	deps := make([]store.FlowParent, n)
+	for i := range n {
+		jobs[i], deps[i] = &store.FlowJobParams{Job: flowJob("p")}, store.FlowParent{Index: i}
+	}
+	jobs[n] = &store.FlowJobParams{Job: flowJob("child"), DependsOn: deps}
+	start := time.Now()
+	in := b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	t.Logf("inserted in %v", time.Since(start))
+	if !in.Blocked[n] {
+		t.Fatal("child not blocked")
+	}
+	start = time.Now()
+	for ended := 0; ended < n; {
+		grabbed, err := b.s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 100, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(grabbed) == 0 || grabbed[0].Category != "p" {
+			t.Fatalf("after %d parents: grabbed %d jobs, the first %+v", ended, len(grabbed), grabbed[0])
+		}
+		b.complete(t, b.s, grabbed...)
+		ended += len(grabbed)
+		if d := b.done(); (d.Released != 0) != (ended == n) {
+			t.Fatalf("after %d parents: told %+v", ended, d)
+		}
+	}
+	t.Logf("ended in %v", time.Since(start))
+	if got := b.grab(t, "q"); len(got) != 1 || got[0].ID != in.IDs[n] {
+		t.Fatalf("grabbed %+v, want the child", got)
+	}
+}
