@@ -421,24 +421,30 @@ func TestFlow_Batch(t *testing.T) {
 // TestFlow_EndPaths: a job with the three callbacks, ended by each end
 // path, inserts exactly the callbacks its outcome calls for, with the
 // outcome in their payload.
-func TestFlow_EndPaths(t *testing.T) {
-	t.Parallel()
-	b := flowSetup(t)
-	held := func(t *testing.T, leased bool, lease time.Duration) *store.Job {
-		jobs, err := b.s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 10, Lease: lease, Leased: leased})
-		if err != nil || len(jobs) != 1 || !jobs[0].Flow {
-			t.Fatalf("grabbed %+v, %v", jobs, err)
-		}
-		return jobs[0]
+// endCase is one way of ending a job with a flow, and what its callbacks
+// are then told.
+type endCase struct {
+	name     string
+	end      func(t *testing.T, id int64) error
+	status   string
+	attempts int
+	message  string
+}
+
+// held grabs the one due job of queue q, with a flow.
+func (b *flowBundle) held(t *testing.T, leased bool, lease time.Duration) *store.Job {
+	t.Helper()
+	jobs, err := b.s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 10, Lease: lease, Leased: leased})
+	if err != nil || len(jobs) != 1 || !jobs[0].Flow {
+		t.Fatalf("grabbed %+v, %v", jobs, err)
 	}
+	return jobs[0]
+}
+
+func endCases(b *flowBundle) []endCase {
+	held := b.held
 	note := []store.FinishNote{{Message: "ok", Result: json.RawMessage(`{"r":1}`)}}
-	for _, tc := range []struct {
-		name     string
-		end      func(t *testing.T, id int64) error
-		status   string
-		attempts int
-		message  string
-	}{
+	return []endCase{
 		{"complete noted", func(t *testing.T, id int64) error {
 			j := held(t, false, time.Minute)
 			_, err := b.s.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: []int64{j.ID}, Flow: []store.FinishNote{{ID: j.ID, Message: "ok"}}})
@@ -492,7 +498,13 @@ func TestFlow_EndPaths(t *testing.T) {
 			_, err := b.s.JobDelete(b.ctx, "q", id)
 			return err
 		}, store.FinishedCancelled, 0, "deleted"},
-	} {
+	}
+}
+
+func TestFlow_EndPaths(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	for _, tc := range endCases(b) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{
 				{Job: flowJob("x"), OnSuccess: callback("s"), OnFailure: callback("f"), OnFinish: callback("x")},
