@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -652,5 +653,48 @@ func TestFlow_FanIn(t *testing.T) {
 	t.Logf("ended in %v", time.Since(start))
 	if got := b.grab(t, "q"); len(got) != 1 || got[0].ID != in.IDs[n] {
 		t.Fatalf("grabbed %+v, want the child", got)
+	}
+}
+
+// TestFlow_PlansUseTheirIndexes: the statements that every end of a flow
+// job runs probe job_deps and jobs by their indexes, in custom and generic
+// plans, however many edges there are.
+func TestFlow_PlansUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	const n = 5000
+	jobs := make([]*store.FlowJobParams, n)
+	for i := range jobs {
+		jobs[i] = &store.FlowJobParams{Job: flowJob("j")}
+		if i%2 == 1 {
+			jobs[i].DependsOn = []store.FlowParent{{Index: i - 1}}
+		}
+	}
+	in := b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	conn, err := postgres.Pool(b.s).Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(b.ctx, "ANALYZE jobs, job_flows, job_deps"); err != nil {
+		t.Fatal(err)
+	}
+	some := []int64{in.IDs[10], in.IDs[11]}
+	for _, tc := range []struct {
+		name, sql string
+		args      []any
+		want      []string
+	}{
+		{"children", postgres.FlowChildrenSQL, []any{some}, []string{"job_deps_pkey", "jobs_pkey", "job_flows_pkey"}},
+		{"forget", postgres.FlowForgetSQL, []any{some}, []string{"job_deps_pkey", "job_deps_child", "job_flows_pkey"}},
+		{"complete", postgres.CompleteFlowSQL, []any{some, "n", []int64{}, []string{}, []string{}}, []string{"jobs_pkey"}},
+	} {
+		for mode, p := range plans(b.ctx, t, conn, tc.sql, tc.args...) {
+			for _, w := range tc.want {
+				if !strings.Contains(p, w) || strings.Contains(p, "Seq Scan on job") {
+					t.Errorf("%s, %s: plan does not use %s, or scans a table:\n%s", tc.name, mode, w, p)
+				}
+			}
+		}
 	}
 }

@@ -143,9 +143,14 @@ func (t flowTx) FlowEndBlocked(ctx context.Context, ids []int64, status, message
 	return pgx.CollectRows(rows, scanJob)
 }
 
+// flowForgetSQL deletes the job_flows rows of $1 and their edges, both
+// ways: a probe of job_deps' primary key (parent_id, child_id) and one of
+// job_deps_child for each id.
+const flowForgetSQL = `/* rowq:flows.forget */ WITH f AS (DELETE FROM job_flows WHERE job_id = ANY($1))
+	DELETE FROM job_deps WHERE parent_id = ANY($1) OR child_id = ANY($1)`
+
 func (t flowTx) FlowForget(ctx context.Context, ids []int64) error {
-	_, err := t.tx.Exec(ctx, `/* rowq:flows.forget */ WITH f AS (DELETE FROM job_flows WHERE job_id = ANY($1))
-		DELETE FROM job_deps WHERE parent_id = ANY($1) OR child_id = ANY($1)`, ids)
+	_, err := t.tx.Exec(ctx, flowForgetSQL, ids)
 	return err
 }
 
