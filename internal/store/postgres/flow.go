@@ -214,8 +214,10 @@ func callbackText(p *store.JobInsertParams) (*string, error) {
 	return &s, nil
 }
 
-// insertFlows inserts the job_flows rows of the jobs with a flow and the
-// edges from their parents, once the jobs have their ids.
+// insertFlows inserts the job_flows rows of the jobs with callbacks,
+// parents or a batch, and the edges from their parents, once the jobs
+// have their ids. A job that has only dependents has no row: FlowEnd
+// needs none for it, and FlowGet reads its edges.
 func insertFlows(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams, plan *flowPlan, out *store.FlowInserted) error {
 	var (
 		ids, parents, children []int64
@@ -225,8 +227,8 @@ func insertFlows(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams, plan
 		policies               []string
 	)
 	for i, j := range p.Jobs {
-		if !plan.flow[i] {
-			continue
+		if !j.HasFlow() && out.BatchID == 0 {
+			continue // none, or only dependents: the edges say it all
 		}
 		id := out.IDs[i]
 		var batch *int64
