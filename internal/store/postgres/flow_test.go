@@ -698,3 +698,41 @@ func TestFlow_PlansUseTheirIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestFlow_DependentRacesParentEnd: a dependent added by id to a grabbed
+// job while the job completes (its grabber unaware of any flow) is never
+// left blocked: either the completion sees the edge and releases it, or
+// the insert finds the parent in the history, succeeded.
+func TestFlow_DependentRacesParentEnd(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	for round := range 30 {
+		insert(t, b, flowJob("p"))
+		parent := b.grab(t, "q")[0]
+		start, errs := make(chan struct{}), make(chan error, 2)
+		var in *store.FlowInserted
+		go func() {
+			<-start
+			var err error
+			in, err = b.s.JobsInsertFlow(b.ctx, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{
+				{Job: flowJob("child"), DependsOn: []store.FlowParent{{ID: parent.ID}}}}})
+			errs <- err
+		}()
+		go func() {
+			<-start
+			_, err := b.s.JobsComplete(b.ctx, &store.JobsCompleteParams{Node: "n", IDs: []int64{parent.ID}, Keep: []store.FinishNote{{ID: parent.ID}}})
+			errs <- err
+		}()
+		close(start)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		child := b.grab(t, "q")
+		if len(child) != 1 || child[0].ID != in.IDs[0] {
+			t.Fatalf("round %d: grabbed %+v, want the child (stored blocked: %v)", round, child, in.Blocked[0])
+		}
+		b.complete(t, b.s, child...)
+	}
+}
