@@ -736,3 +736,52 @@ func TestFlow_DependentRacesParentEnd(t *testing.T) {
 		b.complete(t, b.s, child...)
 	}
 }
+
+// TestFlow_DiamondFailAndSucceed: A → (B, C) → D where B fails while C
+// succeeds, in two transactions of two stores: D is cancelled once, and
+// its on_finish fires once.
+func TestFlow_DiamondFailAndSucceed(t *testing.T) {
+	t.Parallel()
+	u := dbtest.URL(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b1 := watch(t, ctx, dbtest.OpenURL(t, u).(*postgres.Store))
+	b2 := watch(t, ctx, dbtest.OpenURL(t, u).(*postgres.Store))
+	for round := range 20 {
+		in := b1.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{
+			{Job: flowJob("a")},
+			{Job: flowJob("b"), DependsOn: []store.FlowParent{{Index: 0}}},
+			{Job: flowJob("c"), DependsOn: []store.FlowParent{{Index: 0}}},
+			{Job: flowJob("d"), DependsOn: []store.FlowParent{{Index: 1}, {Index: 2}}, OnFinish: callback("d")},
+		}})
+		b1.complete(t, b1.s, b1.grab(t, "q")...)
+		mid := b1.grab(t, "q")
+		start, errs := make(chan struct{}), make(chan error, 2)
+		go func() {
+			<-start
+			_, err := b1.s.JobFail(ctx, &store.JobFailParams{ID: mid[0].ID, Node: "n", Status: "failure", Message: "no"})
+			errs <- err
+		}()
+		go func() {
+			<-start
+			_, err := b2.s.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n", IDs: []int64{mid[1].ID}})
+			errs <- err
+		}()
+		close(start)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b1.done().Ended + b2.done().Ended; got != 1 {
+			t.Errorf("round %d: %d dependents ended, want 1", round, got)
+		}
+		cbs := b1.callbacks(t)
+		if len(cbs["d"]) != 1 || cbs["d"][0].Job.ID != in.IDs[3] || cbs["d"][0].Job.Status != store.FinishedCancelled {
+			t.Fatalf("round %d: callbacks %+v", round, cbs)
+		}
+		if jobs := b1.grab(t, "q"); len(jobs) != 0 {
+			t.Fatalf("round %d: grabbed %+v", round, jobs)
+		}
+	}
+}
