@@ -785,3 +785,37 @@ func TestFlow_DiamondFailAndSucceed(t *testing.T) {
 		}
 	}
 }
+
+// TestFlow_KeyHeadsPassBlocked: a blocked ordered job holds back none of
+// its key's jobs; released, it takes its place (its id) in the order.
+func TestFlow_KeyHeadsPassBlocked(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	ordered := func(category string) *store.JobInsertParams {
+		j := flowJob(category)
+		j.ConcurrencyKey, j.ConcurrencyLimit, j.Ordered = "k", 1, true
+		return j
+	}
+	parent := insert(t, b, flowJob("p"))
+	in := b.insert(t, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: ordered("c"), DependsOn: []store.FlowParent{{ID: parent}}}}})
+	later := insert(t, b, ordered("w"))
+	heads := func() int64 {
+		t.Helper()
+		h, err := b.s.JobsKeyHeads(b.ctx, &store.JobsKeyHeadsParams{Queue: "q", Keys: []string{"k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h["k"]
+	}
+	if got := heads(); got != later {
+		t.Errorf("head while blocked = %d, want %d", got, later)
+	}
+	jobs, err := b.s.JobsGrab(b.ctx, &store.JobsGrabParams{Queue: "q", Node: "n", Limit: 1, Lease: time.Minute, NoKeys: true})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != parent {
+		t.Fatalf("grabbed %+v, %v", jobs, err)
+	}
+	b.complete(t, b.s, jobs...)
+	if got := heads(); got != in.IDs[0] {
+		t.Errorf("head once released = %d, want %d", got, in.IDs[0])
+	}
+}
