@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -304,7 +305,7 @@ func (e *flowEnd) countBatches(ctx context.Context, tx FlowTx) error {
 	slices.Sort(e.order)
 	for _, id := range e.order {
 		b, err := tx.BatchCount(ctx, id, *e.batches[id])
-		if err == ErrNotFound {
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
