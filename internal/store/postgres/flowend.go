@@ -208,7 +208,7 @@ func (t flowTx) BatchCount(ctx context.Context, id int64, n store.BatchCounts) (
 		return r, err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrNotFound // FlowEnd compares it as it is
+		return nil, store.ErrNotFound
 	}
 	return b, err
 }
