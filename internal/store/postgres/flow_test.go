@@ -819,3 +819,30 @@ func TestFlow_KeyHeadsPassBlocked(t *testing.T) {
 		t.Errorf("head once released = %d, want %d", got, in.IDs[0])
 	}
 }
+
+// TestFlow_FanOut: the end of a parent of 10,000 dependents releases them
+// all, in its own transaction.
+func TestFlow_FanOut(t *testing.T) {
+	t.Parallel()
+	b := flowSetup(t)
+	const n = 10000
+	jobs := make([]*store.FlowJobParams, n+1)
+	jobs[0] = &store.FlowJobParams{Job: flowJob("p")}
+	for i := 1; i <= n; i++ {
+		jobs[i] = &store.FlowJobParams{Job: flowJob("c"), DependsOn: []store.FlowParent{{Index: 0}}}
+	}
+	b.insert(t, &store.FlowInsertParams{Jobs: jobs})
+	start := time.Now()
+	b.complete(t, b.s, b.grab(t, "q")...)
+	t.Logf("released in %v", time.Since(start))
+	if d := b.done(); d.Released != n || !slices.Equal(d.Queues, []string{"q"}) {
+		t.Errorf("told %+v, want %d releases in q", d, n)
+	}
+	due, err := b.s.JobsNextDue(b.ctx, []string{"q"})
+	if err != nil || len(due) != 1 || due[0].Job > 0 {
+		t.Errorf("next due = %+v, %v; want due now", due, err)
+	}
+	if info, err := b.s.FlowGet(b.ctx, b.grab(t, "q")[0].ID); err != nil || len(info.WaitsFor) != 0 {
+		t.Errorf("flow of a released job = %+v, %v", info, err)
+	}
+}
