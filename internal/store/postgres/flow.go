@@ -95,8 +95,11 @@ func lockParents(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams) (map
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	rows, _ := tx.Query(ctx, `/* rowq:flows.lock_parents */ UPDATE jobs SET flow = true
-		WHERE id IN (SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE) RETURNING id`, ids)
+	// A parent that has a flow already is locked, not written again.
+	rows, _ := tx.Query(ctx, `/* rowq:flows.lock_parents */ WITH l AS MATERIALIZED (
+			SELECT id, flow FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE),
+		u AS (UPDATE jobs SET flow = true WHERE id IN (SELECT id FROM l WHERE NOT flow))
+		SELECT id FROM l`, ids)
 	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return nil, err
