@@ -131,3 +131,38 @@ func TestPushFlow_BadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestPushFlow_BatchTakesUpTo10000Jobs: POST /jobs takes 1,000 jobs, and
+// 10,000 with a batch, all of which come in its one request.
+func TestPushFlow_BatchTakesUpTo10000Jobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, "sqlite"), func(o *options) { o.api.MaxBodyBytes = 8 << 20 })
+	b.ok(t, "PUT", "/queue/q", `{"max_workers":1}`, nil)
+	b.ok(t, "POST", "/queue/q/pause", "", nil)
+	b.ok(t, "PUT", "/routing/cat", `{"queue_name":"q"}`, nil)
+	jobs := func(n int) string {
+		return `[` + strings.TrimSuffix(strings.Repeat(`{"category":"cat","url":"http://worker.example/"},`, n), ",") + `]`
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"1001 without a batch", `{"jobs":` + jobs(1001) + `}`, 400, "jobs: must hold 1..1000 jobs, got 1001"},
+		{"10001 in a batch", `{"jobs":` + jobs(10001) + `,"batch":{}}`, 400, "jobs: must hold 1..10000 jobs with a batch, got 10001"},
+		{"10000 in a batch", `{"jobs":` + jobs(10000) + `,"batch":{}}`, 200, `"batch_id":`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := b.do(t, "POST", "/jobs", tc.body)
+			if res.status != tc.status || !strings.Contains(string(res.body), tc.want) {
+				t.Fatalf("status %d, body %.200s; want %d with %q", res.status, res.body, tc.status, tc.want)
+			}
+		})
+	}
+	var batch struct{ Total int }
+	b.ok(t, "GET", "/batches", "", nil)
+	b.ok(t, "GET", "/batch/1", "", &batch)
+	if batch.Total != 10000 {
+		t.Fatalf("batch total %d, want 10000", batch.Total)
+	}
+}

@@ -20,6 +20,11 @@ import (
 // maxPushJobs bounds the jobs of one POST /jobs.
 const maxPushJobs = 1000
 
+// maxBatchJobs bounds the jobs of one POST /jobs that makes a batch: a
+// batch is closed when it is created, so every job of it comes in that
+// one request (and within --max-body-bytes).
+const maxBatchJobs = 10000
+
 // validateJob checks the body of POST /job/{category} (an element of
 // POST /jobs), as the outbox checks its rows (validate.Job).
 func (a *API) validateJob(req *rowqtype.JobRequest) error {
@@ -174,7 +179,8 @@ type pushJobsRequest struct {
 	Batch json.RawMessage   `json:"batch"`
 }
 
-// pushJobs is POST /jobs: up to maxPushJobs jobs in one transaction. Jobs
+// pushJobs is POST /jobs: up to maxPushJobs jobs (maxBatchJobs with a
+// batch) in one transaction. Jobs
 // without a flow, and no batch, take the path they always took
 // (PushMany); else pushFlows.
 func (a *API) pushJobs(r *http.Request) (any, error) {
@@ -182,8 +188,12 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if n := len(req.Jobs); n < 1 || n > maxPushJobs {
-		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs, got %d", maxPushJobs, n)
+	limit, with := maxPushJobs, ""
+	if len(req.Batch) > 0 && string(req.Batch) != "null" {
+		limit, with = maxBatchJobs, " with a batch"
+	}
+	if n := len(req.Jobs); n < 1 || n > limit {
+		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs%s, got %d", limit, with, n)
 	}
 	routes := map[string]enqueue.Destination{}
 	batch, err := a.batchOf(r.Context(), req.Batch, routes)
