@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -102,6 +103,43 @@ type FlowJobParams struct {
 // HasFlow reports whether the job has anything of a flow but a batch.
 func (p *FlowJobParams) HasFlow() bool {
 	return p.OnSuccess != nil || p.OnFailure != nil || p.OnFinish != nil || len(p.DependsOn) > 0
+}
+
+// ParentIDs returns the parents p's jobs name by id, ascending, each once:
+// the rows JobsInsertFlow locks.
+func (p *FlowInsertParams) ParentIDs() []int64 {
+	var ids []int64
+	for _, j := range p.Jobs {
+		for _, d := range j.DependsOn {
+			if d.ID > 0 {
+				ids = append(ids, d.ID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// ParentError returns, as a *ParentError, the first parent p names by id
+// that is neither live nor finished in a way its dependent accepts (kept
+// in the history as succeeded, or as failed or cancelled under policy
+// run); nil when there is none. status holds the history status of the
+// parents that are kept ("" or absent: not kept).
+func (p *FlowInsertParams) ParentError(live map[int64]bool, status map[int64]string) error {
+	for i, j := range p.Jobs {
+		for k, d := range j.DependsOn {
+			if d.ID <= 0 || live[d.ID] {
+				continue
+			}
+			switch st := status[d.ID]; {
+			case st == FinishedSucceeded:
+			case st != "" && j.OnParentFailure == ParentFailureRun:
+			default:
+				return &ParentError{Job: i, Item: k, Parent: d, Status: st}
+			}
+		}
+	}
+	return nil
 }
 
 // FlowParent names a parent of a job of JobsInsertFlow: ID > 0 names an

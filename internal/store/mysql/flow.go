@@ -104,19 +104,10 @@ func insertFlow(ctx context.Context, tx *sql.Tx, info serverInfo, p *store.FlowI
 // (finished_jobs), where only a success or a failure that the job's
 // policy runs past counts as done; any other is a *store.ParentError.
 func lockParents(ctx context.Context, tx *sql.Tx, info serverInfo, p *store.FlowInsertParams) (map[int64]bool, error) {
-	var ids []int64
-	for _, j := range p.Jobs {
-		for _, d := range j.DependsOn {
-			if d.ID > 0 {
-				ids = append(ids, d.ID)
-			}
-		}
-	}
+	ids := p.ParentIDs()
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	live, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, syncWaitSQL(info, `/* rowq:flow.insert */ SELECT id FROM jobs FORCE INDEX (PRIMARY)
 		WHERE id IN (`+sqldb.Placeholders(len(ids))+`) ORDER BY id FOR UPDATE`), idArgs(ids)...)
 	if err != nil {
@@ -137,23 +128,16 @@ func lockParents(ctx context.Context, tx *sql.Tx, info serverInfo, p *store.Flow
 	if err := finishedStatuses(ctx, tx, gone); err != nil {
 		return nil, err
 	}
-	done := make(map[int64]bool, len(ids))
+	liveSet := make(map[int64]bool, len(live))
 	for _, id := range live {
-		done[id] = false
+		liveSet[id] = true
 	}
-	for i, j := range p.Jobs {
-		for k, d := range j.DependsOn {
-			st, ok := gone[d.ID]
-			switch {
-			case d.ID <= 0 || !ok:
-			case st == store.FinishedSucceeded:
-				done[d.ID] = true
-			case st != "" && j.OnParentFailure == store.ParentFailureRun:
-				done[d.ID] = true
-			default:
-				return nil, &store.ParentError{Job: i, Item: k, Parent: d, Status: st}
-			}
-		}
+	if err := p.ParentError(liveSet, gone); err != nil {
+		return nil, err
+	}
+	done := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		done[id] = !liveSet[id]
 	}
 	return done, nil
 }

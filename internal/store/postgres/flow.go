@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rowq/rowq/internal/store"
@@ -82,19 +81,10 @@ func insertFlowTx(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams) (*s
 // those that are live and returns them; a parent that is not live must
 // have finished in a way its dependent accepts (*store.ParentError).
 func lockParents(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams) (map[int64]bool, error) {
-	var ids []int64
-	for _, j := range p.Jobs {
-		for _, d := range j.DependsOn {
-			if d.ID > 0 {
-				ids = append(ids, d.ID)
-			}
-		}
-	}
+	ids := p.ParentIDs()
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	// A parent that has a flow already is locked, not written again.
 	rows, _ := tx.Query(ctx, `/* rowq:flows.lock_parents */ WITH l AS MATERIALIZED (
 			SELECT id, flow FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE),
@@ -120,7 +110,7 @@ func lockParents(ctx context.Context, tx pgx.Tx, p *store.FlowInsertParams) (map
 			return nil, err
 		}
 	}
-	return live, parentsAccepted(p, live, status)
+	return live, p.ParentError(live, status)
 }
 
 // finishedStatus returns the history status of those of ids that are
@@ -137,26 +127,6 @@ func finishedStatus(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]stri
 		return nil
 	})
 	return out, err
-}
-
-// parentsAccepted returns a *store.ParentError for the first parent given
-// by id that is not live and did not finish in a way its dependent
-// accepts.
-func parentsAccepted(p *store.FlowInsertParams, live map[int64]bool, status map[int64]string) error {
-	for i, j := range p.Jobs {
-		for k, d := range j.DependsOn {
-			if d.ID <= 0 || live[d.ID] {
-				continue
-			}
-			switch st := status[d.ID]; {
-			case st == store.FinishedSucceeded:
-			case st != "" && j.OnParentFailure == store.ParentFailureRun:
-			default:
-				return &store.ParentError{Job: i, Item: k, Parent: d, Status: st}
-			}
-		}
-	}
-	return nil
 }
 
 // planFlow tells which jobs have a flow and which parents each waits for.

@@ -131,19 +131,10 @@ func (ins *flowInserts) close() {
 // are live and returns them; a parent that is not is looked up in the
 // history, and *store.ParentError unless it counts as done.
 func flowParents(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams) (map[int64]bool, error) {
-	var ids []int64
-	for _, j := range p.Jobs {
-		for _, d := range j.DependsOn {
-			if d.ID > 0 {
-				ids = append(ids, d.ID)
-			}
-		}
-	}
+	ids := p.ParentIDs()
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	list := idList(ids)
 	found, err := sqldb.QueryAll(ctx, tx, sqldb.ScanInt64, `/* rowq:flow.parents */ UPDATE jobs SET flow = 1
 		WHERE id IN (SELECT value FROM json_each(?)) RETURNING id`, list)
@@ -171,25 +162,7 @@ func flowParents(ctx context.Context, tx *sql.Tx, p *store.FlowInsertParams) (ma
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return live, parentErr(p, live, status)
-}
-
-// parentErr is the first parent by id of p that is not live and cannot
-// count as done, as a *store.ParentError; nil when there is none.
-func parentErr(p *store.FlowInsertParams, live map[int64]bool, status map[int64]string) error {
-	for i, j := range p.Jobs {
-		for k, d := range j.DependsOn {
-			if d.ID <= 0 || live[d.ID] {
-				continue
-			}
-			st, kept := status[d.ID]
-			if kept && (st == store.FinishedSucceeded || j.OnParentFailure == store.ParentFailureRun) {
-				continue
-			}
-			return &store.ParentError{Job: i, Item: k, Parent: d, Status: st}
-		}
-	}
-	return nil
+	return live, p.ParentError(live, status)
 }
 
 // waitsFor returns the parents j waits for, each once: its earlier jobs
