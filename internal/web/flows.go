@@ -230,6 +230,20 @@ func (d *dashboard) batch(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// idList is the ids of a job's parents or dependents a page links: the
+// first Max of them (a fan-in may have 10,000), and how many more.
+type idList struct {
+	IDs  []int64
+	More int
+}
+
+func firstIDs(ids []int64, max int) idList {
+	if len(ids) <= max {
+		return idList{IDs: ids}
+	}
+	return idList{IDs: ids[:max], More: len(ids) - max}
+}
+
 // progress is a batch's progress bar: the width of each outcome's part
 // of barWidth pixels.
 type progress struct {

@@ -250,3 +250,31 @@ func TestDashboard_LifecycleConfined(t *testing.T) {
 	_, body = br.expect("GET", "/ui/batches", nil, http.StatusOK, "Authorization", "Bearer "+lb.tokens["reader"])
 	contains(t, "/ui/batches as a reader", body, fmt.Sprintf(`href="/ui/batch/%d"`, f.batch))
 }
+
+// TestDashboard_ManyParents: a fan-in's child links the first of its
+// parents and counts the others: 10 on its queue's page, 100 on its own.
+func TestDashboard_ManyParents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite")
+	p := &store.FlowInsertParams{}
+	child := &store.FlowJobParams{Job: &store.JobInsertParams{Queue: "mail", Category: "sum", URL: "http://127.0.0.1:1/"}}
+	for i := range 105 {
+		p.Jobs = append(p.Jobs, &store.FlowJobParams{Job: &store.JobInsertParams{Queue: "mail", Category: "part", URL: "http://127.0.0.1:1/"}})
+		child.DependsOn = append(child.DependsOn, store.FlowParent{Index: i})
+	}
+	p.Jobs = append(p.Jobs, child)
+	fi, err := b.st.JobsInsertFlow(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fi.IDs[105]
+	row := regexp.MustCompile(fmt.Sprintf(`(?s)<tr id="blocked-%d">.*?</tr>`, id)).FindString(b.get(t, "/ui/queue/mail", http.StatusOK))
+	if n := strings.Count(row, `data-mark="parent"`); n != 10 || !strings.Contains(row, " and 95 more") {
+		t.Errorf("the blocked child's row on its queue's page links %d parents, want 10 and 95 more:\n%s", n, row)
+	}
+	body := b.get(t, fmt.Sprintf("/ui/queue/mail/job/%d", id), http.StatusOK)
+	if n := strings.Count(body, `data-mark="parent"`); n != 100 || !strings.Contains(body, " and 5 more") {
+		t.Errorf("the child's page links %d parents, want 100 and 5 more", n)
+	}
+	contains(t, "the child's page", body, fmt.Sprintf(`data-mark="parent">%d</a>, `, fi.IDs[0]))
+}

@@ -51,6 +51,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"pretty":  pretty,
 	"bar":     progressOf,
 	"add":     func(a, b int) int { return a + b },
+	"first":   firstIDs,
 	"percent": func(f *float64) float64 { return *f * 100 },
 	"list":    func(v ...any) []any { return v },
 	"act":     newActForm,
