@@ -150,17 +150,31 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request) {
 	f, err := d.cfg.Store.FinishedGet(ctx, name, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		msg := fmt.Sprintf("job %d is neither live in queue %s nor kept in its history", id, name)
-		if q.KeepFinished == 0 {
-			msg += " (the queue keeps no finished jobs: see its keep_finished)"
-		}
-		d.message(w, r, http.StatusNotFound, msg)
+		d.message(w, r, http.StatusNotFound, d.notInQueue(ctx, q, id))
 	case err != nil:
 		d.fail(w, r, err)
 	default:
 		data["Finished"] = f
 		d.render(w, r, http.StatusOK, "job.html", data)
 	}
+}
+
+// notInQueue says why job id is neither live in q nor in its history. A
+// flow's parents and dependents are linked in the queue of the job that
+// names them, and may be in another: a job with a flow that is live
+// elsewhere is told apart, but not to a token confined to some queues
+// (the other queue may be another tenant's).
+func (d *dashboard) notInQueue(ctx context.Context, q *store.Queue, id int64) string {
+	msg := fmt.Sprintf("job %d is neither live in queue %s nor kept in its history", id, q.Name)
+	if !auth.FromContext(ctx).Confined() {
+		if _, err := d.cfg.Store.FlowGet(ctx, id); err == nil {
+			return fmt.Sprintf("job %d is not in queue %s: it is live in another queue (its page is there, in that queue's tables)", id, q.Name)
+		}
+	}
+	if q.KeepFinished == 0 {
+		msg += " (the queue keeps no finished jobs: see its keep_finished)"
+	}
+	return msg
 }
 
 // batchesPage bounds the batches page; ?before=ID shows the older ones.

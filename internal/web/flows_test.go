@@ -159,7 +159,7 @@ func TestDashboard_LifecycleRefusals(t *testing.T) {
 	}{
 		{"/ui/queue/hist/job/999999", http.StatusNotFound, "job 999999 is neither live in queue hist nor kept in its history"},
 		{"/ui/queue/mail/job/999999", http.StatusNotFound, "(the queue keeps no finished jobs: see its keep_finished)"},
-		{fmt.Sprintf("/ui/queue/mail/job/%d", f.a), http.StatusNotFound, "neither live in queue mail"},
+		{fmt.Sprintf("/ui/queue/mail/job/%d", f.a), http.StatusNotFound, fmt.Sprintf("job %d is not in queue mail: it is live in another queue", f.a)},
 		{"/ui/queue/hist/job/x", http.StatusBadRequest, "id: must be a positive integer, got &#34;x&#34;"},
 		{"/ui/queue/hist/job/0", http.StatusBadRequest, "id: must be a positive integer"},
 		{"/ui/queue/nope/job/1", http.StatusNotFound, "queue nope does not exist"},
@@ -247,6 +247,10 @@ func TestDashboard_LifecycleConfined(t *testing.T) {
 		contains(t, p+" confined to mai*", body, "a batch&#39;s jobs may span queues")
 	}
 	br.expect("GET", fmt.Sprintf("/ui/queue/hist/job/%d", f.a), nil, http.StatusForbidden, auth...)
+	// A's link on C's page, in mail: not found there, and not said to be
+	// live elsewhere.
+	_, body = br.expect("GET", fmt.Sprintf("/ui/queue/mail/job/%d", f.a), nil, http.StatusNotFound, auth...)
+	contains(t, "A's page in mail confined to mai*", body, fmt.Sprintf("job %d is neither live in queue mail nor kept", f.a))
 	_, body = br.expect("GET", "/ui/batches", nil, http.StatusOK, "Authorization", "Bearer "+lb.tokens["reader"])
 	contains(t, "/ui/batches as a reader", body, fmt.Sprintf(`href="/ui/batch/%d"`, f.batch))
 }
