@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,13 @@ func (c *Client) Lease(ctx context.Context, queue string, req *rowqtype.LeaseReq
 // and its result is not sent.
 type Handler func(ctx context.Context, job *rowqtype.LeasedJob) error
 
+// ResultHandler works one job like a Handler, and returns, with a success
+// (a nil error), the job's result: any value encoding/json encodes (a
+// json.RawMessage passes as it is), kept in the job's history where its
+// queue keeps finished jobs and told to its callbacks (docs/lifecycle.md);
+// nil for none.
+type ResultHandler func(ctx context.Context, job *rowqtype.LeasedJob) (result any, err error)
+
 // PermanentError fails a job for good: its Handler returned it, and the
 // job is not retried.
 type PermanentError struct{ Err error }
@@ -58,9 +66,12 @@ func Permanent(err error) error { return &PermanentError{Err: err} }
 // Concurrency at once. While a handler runs, the job's lease is renewed
 // every Lease/3; its result completes the job.
 type Worker struct {
-	Client  *Client
-	Queue   string
-	Handler Handler
+	Client *Client
+	Queue  string
+	// Handler, or ResultHandler for jobs that return a result: exactly
+	// one of them.
+	Handler       Handler
+	ResultHandler ResultHandler
 	// Concurrency bounds the jobs worked on at once (1).
 	Concurrency int
 	// Lease is each job's lease, renewed while its handler runs (60 s).
@@ -84,8 +95,8 @@ type Worker struct {
 // waiting for Run: those jobs' leases then run out, and the jobs are
 // retried.
 func (w *Worker) Run(ctx context.Context) error {
-	if w.Client == nil || w.Queue == "" || w.Handler == nil {
-		return errors.New("rowq: Worker needs a Client, a Queue and a Handler")
+	if w.Client == nil || w.Queue == "" || (w.Handler == nil) == (w.ResultHandler == nil) {
+		return errors.New("rowq: Worker needs a Client, a Queue and one of Handler and ResultHandler")
 	}
 	n := max(w.Concurrency, 1)
 	lease := w.Lease
@@ -165,23 +176,23 @@ func (w *Worker) work(ctx context.Context, j *rowqtype.LeasedJob, lease time.Dur
 	log = log.With("job_id", j.ID)
 	hctx, lost := context.WithCancel(ctx)
 	defer lost()
-	result := make(chan error, 1)
+	result := make(chan handled, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				result <- fmt.Errorf("handler panicked: %v", p)
+				result <- handled{err: fmt.Errorf("handler panicked: %v", p)}
 			}
 		}()
-		result <- w.Handler(hctx, j)
+		result <- w.handle(hctx, j)
 	}()
 	beat := time.NewTicker(lease / 3)
 	defer beat.Stop()
 	secs := lease.Seconds()
 	for {
 		select {
-		case err := <-result:
+		case h := <-result:
 			if hctx.Err() == nil {
-				w.complete(ctx, j, err, lease, log)
+				w.complete(ctx, j, h, lease, log)
 			}
 			return
 		case <-beat.C:
@@ -195,6 +206,20 @@ func (w *Worker) work(ctx context.Context, j *rowqtype.LeasedJob, lease time.Dur
 			}
 		}
 	}
+}
+
+// handled is what a handler returned.
+type handled struct {
+	result any
+	err    error
+}
+
+func (w *Worker) handle(ctx context.Context, j *rowqtype.LeasedJob) handled {
+	if w.ResultHandler != nil {
+		v, err := w.ResultHandler(ctx, j)
+		return handled{v, err}
+	}
+	return handled{err: w.Handler(ctx, j)}
 }
 
 // maxCompletionMessage is where a completion's message is cut, in bytes.
@@ -217,16 +242,25 @@ func completionMessage(msg string) string {
 	return msg
 }
 
-// complete reports the handler's result err, trying again while the
-// server is away, for at most the lease.
-func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error, lease time.Duration, log *slog.Logger) {
+// complete reports what the handler returned, trying again while the
+// server is away, for at most the lease. A result that cannot be encoded,
+// or that the server refuses as too large (413), is dropped with a note in
+// the message, and the success stands, as rowq does for a push worker's.
+func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, h handled, lease time.Duration, log *slog.Logger) {
 	done := &rowqtype.JobCompletion{LeaseToken: j.LeaseToken, Status: "success"}
 	var perm *PermanentError
-	switch {
+	switch err := h.err; {
 	case errors.As(err, &perm):
 		done.Status, done.Message = "permanent-failure", err.Error()
 	case err != nil:
 		done.Status, done.Message = "failure", err.Error()
+	case h.result != nil:
+		b, err := json.Marshal(h.result)
+		if err != nil {
+			done.Message = "result dropped: " + err.Error()
+		} else if string(b) != "null" {
+			done.Result = b
+		}
 	}
 	done.Message = completionMessage(done.Message)
 	wait := 100 * time.Millisecond
@@ -238,6 +272,13 @@ func (w *Worker) complete(ctx context.Context, j *rowqtype.LeasedJob, err error,
 		if reason := LeaseReason(err); reason != "" {
 			log.Info("job's lease lost before its completion", "reason", reason, "status", done.Status)
 			return
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Status == http.StatusRequestEntityTooLarge && done.Result != nil {
+			log.Warn("job's result refused as too large; completing without it", "bytes", len(done.Result))
+			done.Message = completionMessage(fmt.Sprintf("result dropped: %d bytes, refused by the server as too large", len(done.Result)))
+			done.Result = nil
+			continue
 		}
 		if time.Now().Add(wait).After(deadline) {
 			log.Warn("complete job failed; its lease runs out and it is retried", "err", err)

@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,5 +254,69 @@ func TestWorker_StopsWhenRefused(t *testing.T) {
 		if !errors.As(err, &e) || e.Status != status || ctx.Err() != nil {
 			t.Fatalf("Run on queue %q = %v (ctx %v), want the server's %d", queue, err, ctx.Err(), status)
 		}
+	}
+}
+
+// TestWorker_ResultHandlerKeepsResults: a ResultHandler's result is sent
+// with the success and kept in the job's history; one that cannot be
+// encoded, or that the server refuses as over --max-result-bytes, is
+// dropped with a note and the success stands.
+func TestWorker_ResultHandlerKeepsResults(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			c, _ := startServer(t, dialect)
+			ctx := t.Context()
+			if _, err := c.PutQueue(ctx, "q", &rowqtype.QueueRequest{Delivery: new("pull"), MaxWorkers: new(4), KeepFinished: new(3600)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.PutRouting(ctx, "cat", "q"); err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string]int64{}
+			for _, p := range []string{"map", "raw", "none", "huge", "bad"} {
+				j, err := c.PushJob(ctx, "cat", &rowqtype.JobRequest{Payload: []byte(`"` + p + `"`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[p] = j.ID
+			}
+			w := &client.Worker{Client: c, Queue: "q", Concurrency: 2, Wait: time.Second,
+				ResultHandler: func(_ context.Context, j *rowqtype.LeasedJob) (any, error) {
+					switch string(j.Payload) {
+					case `"map"`:
+						return map[string]int{"n": 1}, nil
+					case `"raw"`:
+						return json.RawMessage(`[1,2]`), nil
+					case `"huge"`:
+						return strings.Repeat("x", 70<<10), nil // over the default 64 KiB
+					case `"bad"`:
+						return func() {}, nil
+					}
+					return nil, nil
+				}}
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go w.Run(runCtx)
+			got := map[string]*rowqtype.FinishedJob{}
+			waitFor(t, "every job's history", func() bool {
+				for p, id := range ids {
+					if f, err := c.FinishedJob(ctx, "q", id); err == nil && f.Status == "succeeded" {
+						got[p] = f
+					}
+				}
+				return len(got) == len(ids)
+			})
+			for p, want := range map[string]string{"map": `{"n":1}`, "raw": `[1,2]`, "none": ``, "huge": ``, "bad": ``} {
+				f := got[p]
+				if f.Status != "succeeded" || string(f.Result) != want {
+					t.Errorf("%s: status %q, result %s; want succeeded, %s", p, f.Status, f.Result, want)
+				}
+				if dropped := strings.HasPrefix(f.Message, "result dropped: "); dropped != (p == "huge" || p == "bad") {
+					t.Errorf("%s: message %q", p, f.Message)
+				}
+			}
+		})
 	}
 }

@@ -36,6 +36,9 @@ type Options struct {
 	Clients    int
 	Queue      string
 	MaxWorkers int
+	// KeepFinished, when > 0, is the queue's keep_finished (seconds): the
+	// run keeps every job's history (docs/lifecycle.md).
+	KeepFinished int
 	// Rate, when > 0, offers this many jobs per second in total (latency
 	// mode) instead of enqueueing as fast as the clients can.
 	Rate float64
@@ -350,7 +353,7 @@ wait:
 // queue, and enqueues the jobs from o.Clients clients. It returns when the
 // first enqueue began.
 func enqueue(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
-	q := &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}
+	q := o.queueRequest()
 	if o.Pull {
 		q.Delivery = new(store.DeliveryPull)
 	}
@@ -553,7 +556,7 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 	for i := range w.sent {
 		w.sent[i].Store(start.UnixNano())
 	}
-	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, o.queueRequest()); err != nil {
 		return time.Time{}, err
 	}
 	return start, nil
@@ -565,7 +568,7 @@ func fillBacklog(ctx context.Context, o Options, c *client, w *worker, category,
 // as the job's start. It returns when the first transaction began, once
 // every row was committed and the outbox found empty.
 func fillOutbox(ctx context.Context, o Options, c *client, w *worker, category, workerURL string, res *Result) (time.Time, error) {
-	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}); err != nil {
+	if err := c.json(ctx, "PUT", "/queue/"+o.Queue, o.queueRequest()); err != nil {
 		return time.Time{}, err
 	}
 	if err := c.json(ctx, "PUT", "/routing/"+category, &rowqtype.RoutingRequest{QueueName: o.Queue}); err != nil {
@@ -692,10 +695,18 @@ func (o Options) Label() string {
 	case o.Batch > 0:
 		mode = fmt.Sprintf("max rate, POST /jobs with %d jobs a request", o.Batch)
 	}
-	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s%s", o.Jobs, o.Clients, o.MaxWorkers, mode, o.keysLabel())
+	return fmt.Sprintf("%d jobs, %d clients, max_workers %d, %s%s%s", o.Jobs, o.Clients, o.MaxWorkers, mode, o.keysLabel(), o.keepLabel())
 }
 
 // keysLabel describes the jobs' concurrency keys, "" for none.
+// keepLabel tells that the run keeps its jobs' history.
+func (o Options) keepLabel() string {
+	if o.KeepFinished > 0 {
+		return fmt.Sprintf("; keep_finished %ds", o.KeepFinished)
+	}
+	return ""
+}
+
 func (o Options) keysLabel() string {
 	if o.Ordered {
 		o.Ordered = false
@@ -773,4 +784,13 @@ func pull(o Options, c *client, w *worker) (stop func()) {
 		})
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// queueRequest is the bench queue's settings.
+func (o Options) queueRequest() *rowqtype.QueueRequest {
+	q := &rowqtype.QueueRequest{MaxWorkers: new(o.MaxWorkers)}
+	if o.KeepFinished > 0 {
+		q.KeepFinished = new(o.KeepFinished)
+	}
+	return q
 }

@@ -39,6 +39,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Jobs, "jobs", 10000, "jobs per run")
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent HTTP clients")
 	fs.IntVar(&o.MaxWorkers, "max-workers", 100, "max_workers of the bench queue (with --pull: --pullers × --pull-max unless given)")
+	fs.IntVar(&o.KeepFinished, "keep-finished", 0, "keep_finished of the bench queue, in seconds: keep every job's history (0: none)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offer this many jobs/s in total (latency mode); 0 = as fast as possible")
 	fs.IntVar(&o.Batch, "batch", 0, "enqueue with POST /jobs, this many jobs a request; 0 = POST /job/{category}, one job a request")
 	backlog := fs.Int("backlog", 0, "write this many jobs into the database before their queue exists, then create it and measure the drain (needs --database-url, also with --server)")

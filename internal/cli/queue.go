@@ -32,12 +32,13 @@ var queueSubs = []subcommand{
 		rate := s.fs.Float64("max-dispatches-per-second", 0, "throttle (0: none)")
 		burst := s.fs.Int("max-burst-size", 0, "throttle's burst (0: one second's worth)")
 		paused := s.fs.Bool("paused", false, "pause the queue (without it, a paused queue stays paused)")
+		keep := s.fs.Int("keep-finished", 0, "seconds to keep each finished job queryable, with its result (0: none)")
 		pos, err := s.parse(args, 1, "NAME")
 		if err != nil {
 			return err
 		}
 		in := &rowqtype.QueueRequest{PollingInterval: nonZero(*polling), MaxWorkers: nonZero(*workers),
-			MaxDispatchesPerSecond: nonZero(*rate), MaxBurstSize: nonZero(*burst), Paused: nonZero(*paused)}
+			MaxDispatchesPerSecond: nonZero(*rate), MaxBurstSize: nonZero(*burst), Paused: nonZero(*paused), KeepFinished: nonZero(*keep)}
 		return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
 			q, err := c.PutQueue(ctx, pos[0], in)
 			return q, queueTable(q), err
@@ -109,9 +110,9 @@ var queueSubs = []subcommand{
 
 func queueTable(qs ...*rowqtype.Queue) func(w io.Writer) {
 	return func(w io.Writer) {
-		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED")
+		fmt.Fprintln(w, "NAME\tPOLLING_MS\tMAX_WORKERS\tDISPATCHES/S\tBURST\tPAUSED\tKEEP_FINISHED_S")
 		for _, q := range qs {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%t\t%d\n", q.Name, q.PollingInterval, q.MaxWorkers, optFloat(q.MaxDispatchesPerSecond), optInt(q.MaxBurstSize), q.Paused, q.KeepFinished)
 		}
 	}
 }

@@ -16,8 +16,8 @@ func TestQueueCommands(t *testing.T) {
 	srv := startServer(t)
 
 	var q map[string]any
-	runJSON(t, srv, &q, "queue", "put", "q", "--max-workers", "3", "--max-dispatches-per-second", "2")
-	if q["name"] != "q" || q["max_workers"] != 3.0 || q["max_dispatches_per_second"] != 2.0 {
+	runJSON(t, srv, &q, "queue", "put", "q", "--max-workers", "3", "--max-dispatches-per-second", "2", "--keep-finished", "3600")
+	if q["name"] != "q" || q["max_workers"] != 3.0 || q["max_dispatches_per_second"] != 2.0 || q["keep_finished"] != 3600.0 {
 		t.Errorf("queue put answered %v", q)
 	}
 	if out := mustRun(t, srv, "queue", "ls"); !strings.Contains(out, "NAME") || !strings.Contains(out, "q ") {

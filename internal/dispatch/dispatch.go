@@ -215,6 +215,10 @@ type Dispatcher struct {
 	lease     atomic.Bool
 	lapsed    atomic.Bool
 	leaseDone sync.WaitGroup
+	// pruning: the prune of finished jobs running in the background
+	// (finished.go), at most one at a time (pruneBusy).
+	pruning   sync.WaitGroup
+	pruneBusy atomic.Bool
 
 	cluster atomic.Pointer[store.Cluster] // the live nodes as the last cycle read them
 	// The leadership cycle's memory (cycle): the last count of queues per
@@ -334,7 +338,7 @@ func (d *Dispatcher) loop() {
 		if time.Since(lastPurge) >= time.Minute {
 			lastPurge = time.Now()
 			d.purgeResults()
-			d.pruneFinished()
+			d.pruneLater()
 		}
 	}
 }
@@ -758,6 +762,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		d.startOnce.Do(func() { close(d.loopDone); close(d.probeDone) }) // a Start after Stop does nothing
 		<-d.loopDone
 		<-d.probeDone
+		d.pruning.Wait()   // it stops between two batches
 		d.leaseDone.Wait() // no renewal after the deregistration below
 		d.mu.Lock()
 		for name, r := range d.runners {

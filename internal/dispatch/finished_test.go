@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +95,46 @@ func TestPruneFinished_OldRowsInBatches(t *testing.T) {
 				n, err, ps.calls, count("q"), count("other"), 2*pruneBatch+500)
 		}
 	})
+}
+
+// blockingPrune holds every FinishedPrune until release is closed.
+type blockingPrune struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (b *blockingPrune) FinishedPrune(context.Context, *store.FinishedPruneParams) (int64, error) {
+	b.calls.Add(1)
+	b.entered <- struct{}{}
+	<-b.release
+	return 0, nil
+}
+
+// TestPruneLater_InTheBackgroundOneAtATime: the leadership loop starts the
+// prune and goes on (a prune of a large history takes tens of seconds);
+// while one runs, the next minute's does not start a second; Stop waits
+// for it.
+func TestPruneLater_InTheBackgroundOneAtATime(t *testing.T) {
+	st := &blockingPrune{Store: dbtest.Open(t, "sqlite"), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	d := New(Config{Store: st, Node: "n1"})
+	r := &runner{}
+	r.settings.Store(&store.Queue{Name: "q", KeepFinished: 60})
+	d.runners["q"] = r
+	d.pruneLater()
+	select {
+	case <-st.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prune did not start")
+	}
+	d.pruneLater() // the first still runs
+	close(st.release)
+	testworker.WaitFor(t, 30*time.Second, "the prune done", func() bool { return !d.pruneBusy.Load() })
+	d.pruning.Wait()
+	if got := st.calls.Load(); got != 1 {
+		t.Fatalf("%d prunes ran, want 1", got)
+	}
+	delete(d.runners, "q")
+	d.Stop(context.Background())
 }
