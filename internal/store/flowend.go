@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -299,7 +300,7 @@ func (e *flowEnd) dependents(ctx context.Context, tx FlowTx, children []FlowChil
 func (e *flowEnd) countBatches(ctx context.Context, tx FlowTx) error {
 	for _, id := range e.order {
 		b, err := tx.BatchCount(ctx, id, *e.batches[id])
-		if err == ErrNotFound {
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {

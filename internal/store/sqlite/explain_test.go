@@ -110,3 +110,26 @@ func TestKeys_PlansUseTheirIndexes(t *testing.T) {
 	checkPlan(t, s, "grab leaving keys out", keyedGrab(grabSelectSQL, cond), "jobs_fetch",
 		append([]any{nil, nil, "q", 0, 10, nil}, keys...)...)
 }
+
+// TestFlow_PlansUseTheirKeys: what ending a flow job reads and deletes is
+// found by key (job_deps' primary key, job_deps_child), however many
+// edges the table holds.
+func TestFlow_PlansUseTheirKeys(t *testing.T) {
+	s := openExplain(t)
+	for _, c := range []struct{ name, query, want string }{
+		{"children", flowChildrenSQL, "SEARCH d USING PRIMARY KEY (parent_id=?)"},
+		{"forget flows", flowForgetSQL[0], "SEARCH job_flows USING INTEGER PRIMARY KEY"},
+		{"forget edges from parents", flowForgetSQL[1], "SEARCH job_deps USING PRIMARY KEY (parent_id=?)"},
+		{"forget edges to children", flowForgetSQL[2], "SEARCH job_deps USING COVERING INDEX job_deps_child (child_id=?)"},
+	} {
+		got := explain(t, s, c.name, c.query, "[1,2]")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: plan = %q, want %q", c.name, got, c.want)
+		}
+		for _, step := range strings.Split(got, "; ") {
+			if strings.HasPrefix(step, "SCAN ") && !strings.HasPrefix(step, "SCAN json_each") {
+				t.Errorf("%s: plan = %q, scans a table", c.name, got)
+			}
+		}
+	}
+}

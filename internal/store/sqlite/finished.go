@@ -66,8 +66,8 @@ func insertFinished(ctx context.Context, tx *sql.Tx, fs ...*store.FinishedJob) e
 }
 
 // completeKept is JobsComplete for a batch of which some jobs keep their
-// history: in one transaction it deletes the held jobs, returning them,
-// and writes the history of those in p.Keep.
+// history: in one transaction it deletes the held jobs without a flow,
+// returning them, and writes the history of those in p.Keep.
 func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
 	notes := make(map[int64]store.FinishNote, len(p.Keep))
 	for _, k := range p.Keep {
@@ -81,7 +81,7 @@ func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (
 	var n int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		jobs, err := sqldb.QueryAll(ctx, tx, scanJob, `/* rowq:jobs.complete */ DELETE FROM jobs
-			WHERE state = ? AND grabbed_by = ? AND id IN (`+sqldb.Placeholders(len(p.IDs))+`) RETURNING `+jobCols, args...)
+			WHERE state = ? AND grabbed_by = ? AND id IN (`+sqldb.Placeholders(len(p.IDs))+`) AND flow = 0 RETURNING `+jobCols, args...)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/rowq/rowq/internal/store"
@@ -66,13 +67,27 @@ func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store
 }
 
 // JobDelete removes one job of the queue and returns it, or
-// store.ErrNotFound.
+// store.ErrNotFound. A job with a flow ends as cancelled for its flow
+// (FlowEnd), without history.
 func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := scanJob(s.w.QueryRowContext(ctx, `/* rowq:inspect.job_delete */
-		DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
+	var (
+		j    *store.Job
+		done store.FlowDone
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		done = store.FlowDone{}
+		if j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:inspect.job_delete */
+			DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue)); err != nil {
+			return err
+		}
+		done, err = s.flowEnd(ctx, tx, []store.FlowEnded{{Job: j, Status: store.FinishedCancelled, Message: "deleted"}})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("delete job %d of queue %q: %w", id, queue, mapErr(err))
 	}
+	s.Done(done)
 	return j, nil
 }
 

@@ -15,7 +15,7 @@ import (
 
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try, timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
 	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals,
-	concurrency_key, concurrency_limit, ordered`
+	concurrency_key, concurrency_limit, ordered, flow`
 
 func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	var (
@@ -31,7 +31,7 @@ func scanJob(row sqldb.Scanner) (*store.Job, error) {
 	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &created, &next,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &grabbedUntil,
 		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &progress, &pmsg, &tp, &ts, &j.Deferrals,
-		&ckey, &j.ConcurrencyLimit, &j.Ordered)
+		&ckey, &j.ConcurrencyLimit, &j.Ordered, &j.Flow)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,9 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 	return n, nil
 }
 
-// JobsComplete deletes jobs the node still holds.
+// JobsComplete deletes jobs the node still holds: those without a flow
+// by the statement that deletes them unread (flow = 0), then, when some
+// are left, those with a flow through completeFlow.
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
 	var (
 		n   int64
@@ -206,7 +208,12 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	if len(p.Keep) > 0 && len(p.IDs) > 0 {
 		n, err = s.completeKept(ctx, p)
 	} else {
-		n, err = s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node, store.StateGrabbed)
+		n, err = s.execHeld(ctx, `/* rowq:jobs.complete */ DELETE FROM jobs`, p.IDs, p.Node, store.StateGrabbed, ` AND flow = 0`)
+	}
+	if err == nil && n < int64(len(p.IDs)) {
+		var m int64
+		m, err = s.completeFlow(ctx, p)
+		n += m
 	}
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs: %w", len(p.IDs), err)
@@ -219,7 +226,7 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (int64, error) {
 	state := store.HeldState(p.Leased)
 	n, err := s.execHeld(ctx, `/* rowq:jobs.release */
-		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node, state)
+		UPDATE jobs SET state = 'waiting', grabbed_by = NULL, grabbed_until = NULL`, p.IDs, p.Node, state, "")
 	if err != nil {
 		return 0, fmt.Errorf("release %d jobs: %w", len(p.IDs), err)
 	}
@@ -227,8 +234,9 @@ func (s *Store) JobsRelease(ctx context.Context, p *store.JobsReleaseParams) (in
 }
 
 // execHeld runs stmt on those of ids that node still holds in state (it
-// appends the WHERE clause) and returns how many rows it changed.
-func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node, state string) (int64, error) {
+// appends the WHERE clause, then cond) and returns how many rows it
+// changed.
+func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node, state, cond string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -237,7 +245,7 @@ func (s *Store) execHeld(ctx context.Context, stmt string, ids []int64, node, st
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	stmt += ` WHERE state = ? AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	stmt += ` WHERE state = ? AND grabbed_by = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)` + cond
 	return affected(s.w.ExecContext(ctx, stmt, args...))
 }
 
@@ -289,10 +297,15 @@ func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64,
 	return n, nil
 }
 
-// JobFail moves a held job to the failure log.
+// JobFail moves a held job to the failure log. A job without a flow is
+// deleted unread (flow = 0); one with goes through FlowEnd.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
-	var f *store.FailedJob
+	var (
+		f    *store.FailedJob
+		done store.FlowDone
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		done = store.FlowDone{}
 		row := tx.QueryRowContext(ctx, `/* rowq:jobs.fail */
 			INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
 				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
@@ -305,18 +318,27 @@ func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.Fai
 			return err
 		}
 		if !p.Keep {
-			_, err = tx.ExecContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ?`, p.ID)
-			return err
+			n, err := affected(tx.ExecContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ? AND flow = 0`, p.ID))
+			if err != nil || n > 0 {
+				return err
+			}
 		}
 		j, err := scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.fail_delete */ DELETE FROM jobs WHERE id = ? RETURNING `+jobCols, p.ID))
 		if err != nil {
 			return err
 		}
-		return insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedFailed, p.Message, nil, f.FailedAt))
+		if p.Keep {
+			if err := insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedFailed, p.Message, nil, f.FailedAt)); err != nil {
+				return err
+			}
+		}
+		done, err = s.flowEnd(ctx, tx, []store.FlowEnded{{Job: j, Status: store.FinishedFailed, Message: p.Message}})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
 	}
+	s.Done(done)
 	return f, nil
 }
 

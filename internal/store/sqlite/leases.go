@@ -45,14 +45,19 @@ func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, e
 }
 
 // JobFinish writes the outcome of a job grab p.Grabs holds and records the
-// result, in one transaction.
+// result, in one transaction; a job with a flow that it deletes or fails
+// ends through FlowEnd in it.
 func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
 	guard := heldBy
 	if p.Expired {
 		guard = leaseExpired
 	}
-	var queue string
+	var (
+		queue string
+		done  store.FlowDone
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		done = store.FlowDone{}
 		now := s.micros()
 		args := []any{p.ID, p.Grabs}
 		if p.Expired {
@@ -92,6 +97,9 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 		default:
 			err = fmt.Errorf("unknown outcome %q", p.Outcome)
 		}
+		if err == nil && j.Flow && p.Outcome != store.FinishRetry {
+			done, err = s.flowEnd(ctx, tx, []store.FlowEnded{finishEnded(j, p)})
+		}
 		if err != nil || p.Expired {
 			return err
 		}
@@ -103,7 +111,17 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 	if err != nil {
 		return "", fmt.Errorf("finish job %d of grab %d: %w", p.ID, p.Grabs, err)
 	}
+	s.Done(done)
 	return queue, nil
+}
+
+// finishEnded is job j as JobFinish ends it with p (FinishDelete or
+// FinishFail), for FlowEnd.
+func finishEnded(j *store.Job, p *store.JobFinishParams) store.FlowEnded {
+	if p.Outcome == store.FinishFail {
+		return store.FlowEnded{Job: j, Status: store.FinishedFailed, Message: p.Message}
+	}
+	return store.FlowEnded{Job: j, Status: store.FinishedSucceeded, Message: p.Message, Result: p.Result}
 }
 
 // JobResult returns the result recorded for the job's grab.
@@ -149,10 +167,15 @@ func (s *Store) JobsLeased(ctx context.Context, queue string) ([]store.JobGrab, 
 }
 
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
-// records its grab's result as cancelled, in one transaction.
+// records its grab's result as cancelled, in one transaction; a job with a
+// flow ends cancelled through FlowEnd in it.
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	var j *store.Job
+	var (
+		j    *store.Job
+		done store.FlowDone
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		done = store.FlowDone{}
 		var err error
 		j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:jobs.cancel */ DELETE FROM jobs WHERE id = ? AND queue_name = ? RETURNING `+jobCols, id, queue))
 		if err != nil {
@@ -162,7 +185,10 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 		if err == nil && keep {
 			err = insertFinished(ctx, tx, store.FinishedOf(j, store.FinishedCancelled, store.ResultCancelled, nil, fromMicros(s.micros())))
 		}
-		if err != nil || j.State == store.StateWaiting {
+		if err == nil {
+			done, err = s.flowEnd(ctx, tx, []store.FlowEnded{{Job: j, Status: store.FinishedCancelled, Message: store.ResultCancelled}})
+		}
+		if err != nil || j.State == store.StateWaiting || j.State == store.StateBlocked {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
@@ -173,17 +199,23 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
 	}
+	s.Done(done)
 	return j, nil
 }
 
 // JobsSucceed deletes the jobs the grabs hold and records their results,
-// in one transaction.
+// in one transaction; those with a flow (read by the DELETE's RETURNING)
+// end through FlowEnd in it.
 func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
 	if len(p.Grabs) == 0 {
 		return nil, nil
 	}
-	var out []string
+	var (
+		out  []string
+		done store.FlowDone
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		done = store.FlowDone{}
 		args := make([]any, 0, 2*len(p.Grabs))
 		for _, g := range p.Grabs {
 			args = append(args, g.ID, g.Grabs)
@@ -214,18 +246,24 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 		out = make([]string, len(p.Grabs))
 		results := make([]any, 0, 4*len(deleted))
 		now := s.micros()
-		var kept []*store.FinishedJob
+		var (
+			kept  []*store.FinishedJob
+			ended []store.FlowEnded
+		)
 		for i, g := range p.Grabs {
 			if d, ok := deleted[g]; ok {
 				out[i] = d.job.Queue
 				delete(deleted, g) // the same grab twice: once
 				results = append(results, g.ID, g.Grabs, p.Status, now)
+				var note store.FinishNote
+				if p.Notes != nil {
+					note = p.Notes[i]
+				}
 				if d.keep {
-					var note store.FinishNote
-					if p.Notes != nil {
-						note = p.Notes[i]
-					}
 					kept = append(kept, store.FinishedOf(d.job, store.FinishedSucceeded, note.Message, note.Result, fromMicros(now)))
+				}
+				if d.job.Flow {
+					ended = append(ended, store.FlowEnded{Job: d.job, Status: store.FinishedSucceeded, Message: note.Message, Result: note.Result})
 				}
 			}
 		}
@@ -233,6 +271,9 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			return nil
 		}
 		if err := insertFinished(ctx, tx, kept...); err != nil {
+			return err
+		}
+		if done, err = s.flowEnd(ctx, tx, ended); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `/* rowq:jobs.succeed */ INSERT INTO job_results (job_id, grabs, status, created_at) VALUES `+
@@ -243,5 +284,6 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 	if err != nil {
 		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
 	}
+	s.Done(done)
 	return out, nil
 }

@@ -31,10 +31,11 @@ var migrations embed.FS
 
 // Store is the SQLite store.
 type Store struct {
-	w    *sql.DB // the one writer connection
-	r    *sql.DB // readers
-	now  func() time.Time
-	path string // the database file, beside which node sessions keep their lock files
+	store.FlowHook         // FlowWatch, and Done after a commit that ended flow jobs
+	w              *sql.DB // the one writer connection
+	r              *sql.DB // readers
+	now            func() time.Time
+	path           string // the database file, beside which node sessions keep their lock files
 }
 
 var _ store.Store = (*Store)(nil)

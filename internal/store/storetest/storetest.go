@@ -34,7 +34,7 @@ func RunLocalSessions(t *testing.T, newStore NewStore) {
 
 // allTests are the conformance tests of every store, sessions aside.
 func allTests() []conformanceTest {
-	return slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests, finishedTests,
+	return slices.Concat(storeTests, nodeTests, queueTests, routingTests, jobTests, failedTests, finishedTests, flowTests,
 		leaseTests, pullTests, keyTests, inspectTests, statsTests, lockTests, scheduleTests, tokenTests, secretTests, outboxTests, workerHostTests)
 }
 
