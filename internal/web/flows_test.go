@@ -224,6 +224,16 @@ func TestDashboard_HistoryPages(t *testing.T) {
 	if n := strings.Count(body, `data-mark="finished"`); n != 1 || olderRE.MatchString(body) {
 		t.Errorf("/ui/queue/hist?status=failed shows %d finished jobs (older link: %v), want the one failed", n, olderRE.MatchString(body))
 	}
+	// Turned off: the rows kept before show until pruned, and the page
+	// says so.
+	if _, err := b.st.QueuePut(ctx, &store.Queue{Name: "hist", PollingInterval: 200, MaxWorkers: 5}); err != nil {
+		t.Fatal(err)
+	}
+	body = b.get(t, "/ui/queue/hist", http.StatusOK)
+	contains(t, "/ui/queue/hist without keep_finished", body, "This queue keeps no finished jobs now: these were kept before", `id="older"`)
+	if body = b.get(t, "/ui/queue/mail", http.StatusOK); strings.Contains(body, "Show: ") {
+		t.Error("/ui/queue/mail, which keeps no history and has none, offers to filter it")
+	}
 }
 
 var olderRE = regexp.MustCompile(`<a href="([^"]*)" id="older"`)
