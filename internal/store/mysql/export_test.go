@@ -25,12 +25,12 @@ var JobsNextDueSQL = jobsNextDueSQL
 
 // Writes to grabbed jobs, for the EXPLAIN test.
 var (
-	GrabUpdateSQL = grabUpdateSQL
-	HeldSQL       = heldSQL
+	GrabUpdateSQL   = grabUpdateSQL
+	HeldSQL         = heldSQL
+	CompleteHeldSQL = completeHeldSQL
 )
 
 const (
-	CompleteSQL   = completeSQL
 	ReleaseSQL    = releaseSQL
 	ExtendFindSQL = extendFindSQL
 	ExtendSQL     = extendSQL
@@ -111,4 +111,12 @@ func (s *Store) Server(ctx context.Context) (returning, galera bool, err error) 
 var (
 	FinishedPruneFindSQL = finishedPruneFindSQL
 	FinishedListSQL      = finishedListSQL
+)
+
+// Flow statements, for the EXPLAIN test.
+var (
+	LockChildrenSQL      = lockChildrenSQL
+	ForgetFlowsSQL       = forgetFlowsSQL
+	ForgetChildEdgesSQL  = forgetChildEdgesSQL
+	ForgetParentEdgesSQL = forgetParentEdgesSQL
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,16 +65,21 @@ func nullBytes(b []byte) any {
 
 // completeKept is JobsComplete for a batch of which some jobs keep their
 // history: in one transaction it locks the held rows of those jobs, writes
-// their history, and deletes the batch with JobsComplete's statement.
-func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
+// their history, deletes the batch's jobs without a flow with JobsComplete's
+// statement and, when that left some, ends the others (completeFlow).
+func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (int64, store.FlowDone, error) {
 	notes := make(map[int64]store.FinishNote, len(p.Keep))
 	keep := make([]int64, 0, len(p.Keep))
 	for _, k := range p.Keep {
 		notes[k.ID] = k
 		keep = append(keep, k.ID)
 	}
-	var n int64
+	var (
+		n    int64
+		done store.FlowDone
+	)
 	err := retry(ctx, func() error {
+		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var now time.Time
 			jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc, &now) },
@@ -84,19 +90,93 @@ func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (
 				return err
 			}
 			fs := make([]*store.FinishedJob, len(jobs))
+			written := make(map[int64]bool, len(jobs))
 			for i, j := range jobs {
 				note := notes[j.ID]
 				fs[i] = store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now)
+				written[j.ID] = true
 			}
 			if err := insertFinished(ctx, tx, fs...); err != nil {
 				return err
 			}
-			n, err = sqldb.Affected(tx.ExecContext(ctx, heldSQL(completeSQL, len(p.IDs)),
+			n, err = sqldb.Affected(tx.ExecContext(ctx, completeHeldSQL(len(p.IDs)),
 				append(idArgs(p.IDs), store.StateGrabbed, p.Node)...))
+			if err != nil || n >= int64(len(p.IDs)) {
+				return err
+			}
+			m, d, err := s.completeFlow(ctx, tx, p, written)
+			n, done = n+m, d
 			return err
 		})
 	})
-	return n, mapErr(err)
+	return n, done, mapErr(err)
+}
+
+// completeFlow ends, in tx, those of p.IDs that p.Node still holds and
+// that have a flow, whatever p.Flow says (a dependent may have been added
+// to a job after its grab): it locks them, writes their history where
+// their queue keeps it (but for those of written), deletes them and
+// applies their flows (store.FlowEnd), with their notes of p.Flow or
+// p.Keep.
+func (s *Store) completeFlow(ctx context.Context, tx *sql.Tx, p *store.JobsCompleteParams, written map[int64]bool) (int64, store.FlowDone, error) {
+	q, err := s.causal(ctx, `/* rowq:jobs.complete_flow */ SELECT `+jobCols+`, NOW(6), `+keepOf+` FROM jobs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+sqldb.Placeholders(len(p.IDs))+`) AND state = 'grabbed' AND grabbed_by = ? AND flow <> 0 ORDER BY id FOR UPDATE`)
+	if err != nil {
+		return 0, store.FlowDone{}, err
+	}
+	var now time.Time
+	keep := map[int64]bool{}
+	jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) {
+		var k sql.NullInt64
+		j, err := scanJob(sc, &now, &k)
+		if err == nil {
+			keep[j.ID] = k.Int64 > 0
+		}
+		return j, err
+	}, q, append(idArgs(p.IDs), p.Node)...)
+	if err != nil || len(jobs) == 0 {
+		return 0, store.FlowDone{}, err
+	}
+	notes := make(map[int64]store.FinishNote, len(p.Flow)+len(p.Keep))
+	for _, k := range slices.Concat(p.Keep, p.Flow) {
+		notes[k.ID] = k
+	}
+	var (
+		fs    []*store.FinishedJob
+		ended = make([]store.FlowEnded, len(jobs))
+	)
+	for i, j := range jobs {
+		note := notes[j.ID]
+		if keep[j.ID] && !written[j.ID] {
+			fs = append(fs, store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now))
+		}
+		ended[i] = store.FlowEnded{Job: j, Status: store.FinishedSucceeded, Message: note.Message, Result: note.Result}
+	}
+	if err := insertFinished(ctx, tx, fs...); err != nil {
+		return 0, store.FlowDone{}, err
+	}
+	if err := deleteJobs(ctx, tx, jobs); err != nil {
+		return 0, store.FlowDone{}, err
+	}
+	done, err := s.endFlows(ctx, tx, ended...)
+	return int64(len(jobs)), done, err
+}
+
+// deleteJobs deletes jobs, which tx holds, and their ordered_jobs rows.
+func deleteJobs(ctx context.Context, tx *sql.Tx, jobs []*store.Job) error {
+	ids := make([]int64, len(jobs))
+	var ordered []int64
+	for i, j := range jobs {
+		ids[i] = j.ID
+		if j.Ordered {
+			ordered = append(ordered, j.ID)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `/* rowq:jobs.delete_held */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+sqldb.Placeholders(len(ids))+`)`, idArgs(ids)...); err != nil {
+		return err
+	}
+	return forgetOrdered(ctx, tx, ordered...)
 }
 
 // FinishedGet returns the history row of job id of queue.

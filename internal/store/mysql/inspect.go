@@ -12,7 +12,8 @@ import (
 // jobsListSQL builds the listing query for a kind and direction. Waiting
 // and deferred jobs are read from jobs_list (queue_name, next_try, id) in
 // index order, skipping the grabbed rows among them (the deliveries in
-// flight, few); grabbed jobs, few, from their range of jobs_fetch, then
+// flight, few) and the blocked ones (flows, listed apart: JobsBlocked);
+// grabbed jobs, few, from their range of jobs_fetch, then
 // sorted. The keyset condition is written as a range on next_try plus a
 // tie-break so that both MySQL and MariaDB use it as an index range.
 // Grabbed jobs include the leased ones: both are out for delivery.
@@ -77,10 +78,16 @@ func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store
 }
 
 // JobDelete removes one job of the queue in a short transaction and
-// returns it, or store.ErrNotFound.
+// returns it, or store.ErrNotFound. A job with a flow counts as cancelled
+// for it (its dependents, its batch, its on_finish callback), in the same
+// transaction; it still writes no history.
 func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	var j *store.Job
+	var (
+		j    *store.Job
+		done store.FlowDone
+	)
 	err := retry(ctx, func() error {
+		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			j, err = scanJob(tx.QueryRowContext(ctx, `/* rowq:inspect.job_delete */ SELECT `+jobCols+`
@@ -92,16 +99,24 @@ func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.J
 				return err
 			}
 			if j.Ordered {
-				err = forgetOrdered(ctx, tx, id)
+				if err = forgetOrdered(ctx, tx, id); err != nil {
+					return err
+				}
 			}
+			done, err = s.endFlows(ctx, tx, store.FlowEnded{Job: j, Status: store.FinishedCancelled, Message: flowDeleted})
 			return err
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("delete job %d of queue %q: %w", id, queue, mapErr(err))
 	}
+	s.FlowHook.Done(done)
 	return j, nil
 }
+
+// flowDeleted is the message a deleted job's flow tells (its on_finish
+// callback): it counts as cancelled.
+const flowDeleted = "deleted"
 
 // failedJobsListSQL builds the failure log listing: by id on
 // failed_jobs_queue (queue_name, id), or by creation on failed_jobs_created

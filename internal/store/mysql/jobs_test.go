@@ -82,7 +82,7 @@ func TestJobsWrites_UseTheirIndexesOnFewRows(t *testing.T) {
 		name, query, key, typ string
 		args                  []any
 	}{
-		{"complete", mysql.HeldSQL(mysql.CompleteSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "grabbed", "n")},
+		{"complete", mysql.CompleteHeldSQL(len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "grabbed", "n")},
 		{"release", mysql.HeldSQL(mysql.ReleaseSQL, len(ids)), "PRIMARY", "range", append(ids[:len(ids):len(ids)], "leased", "n")},
 		{"grab", mysql.GrabUpdateSQL(len(ids)), "PRIMARY", "range", append([]any{"leased", "n", now}, ids...)},
 		{"extend find", mysql.ExtendFindSQL, "jobs_fetch", "ref", []any{"q", "n"}},

@@ -57,14 +57,19 @@ func (s *Store) JobHeld(ctx context.Context, id int64, grabs int) (*store.Job, e
 }
 
 // JobFinish locks the job if grab p.Grabs holds it, writes the outcome and
-// records the result, in one short transaction.
+// records the result, in one short transaction; a job with a flow that
+// ends (deleted or failed) has its flow applied there too.
 func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string, error) {
 	guard := heldBy
 	if p.Expired {
 		guard = leaseExpired
 	}
-	var queue string
+	var (
+		queue string
+		done  store.FlowDone
+	)
 	err := retry(ctx, func() error {
+		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var (
 				now  time.Time
@@ -76,12 +81,9 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 				return err
 			}
 			queue = j.Queue
-			if keep.Int64 > 0 && p.Outcome != store.FinishRetry {
-				status := store.FinishedSucceeded
-				if p.Outcome == store.FinishFail {
-					status = store.FinishedFailed
-				}
-				if err := insertFinished(ctx, tx, store.FinishedOf(j, status, p.Message, p.Result, now)); err != nil {
+			end := finishEnded(j, p)
+			if keep.Int64 > 0 && end != nil {
+				if err := insertFinished(ctx, tx, store.FinishedOf(j, end.Status, p.Message, p.Result, now)); err != nil {
 					return err
 				}
 			}
@@ -100,6 +102,9 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 			default:
 				err = fmt.Errorf("unknown outcome %q", p.Outcome)
 			}
+			if err == nil && end != nil {
+				done, err = s.endFlows(ctx, tx, *end)
+			}
 			if err != nil || p.Expired {
 				return err
 			}
@@ -112,7 +117,19 @@ func (s *Store) JobFinish(ctx context.Context, p *store.JobFinishParams) (string
 	if err != nil {
 		return "", fmt.Errorf("finish job %d of grab %d: %w", p.ID, p.Grabs, mapErr(err))
 	}
+	s.FlowHook.Done(done)
 	return queue, nil
+}
+
+// finishEnded is how JobFinish ends j: nil for a retry, which is no end.
+func finishEnded(j *store.Job, p *store.JobFinishParams) *store.FlowEnded {
+	switch p.Outcome {
+	case store.FinishDelete:
+		return &store.FlowEnded{Job: j, Status: store.FinishedSucceeded, Message: p.Message, Result: p.Result}
+	case store.FinishFail:
+		return &store.FlowEnded{Job: j, Status: store.FinishedFailed, Message: p.Message}
+	}
+	return nil
 }
 
 // JobResult returns the result recorded for the job's grab.
@@ -179,10 +196,15 @@ func scanJobGrab(sc sqldb.Scanner) (store.JobGrab, error) {
 }
 
 // JobCancel removes a job of the queue and, if it was grabbed or leased,
-// records its grab's result as cancelled, in one short transaction.
+// records its grab's result as cancelled, in one short transaction; a job
+// with a flow has it applied there too (cancelled).
 func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	var j *store.Job
+	var (
+		j    *store.Job
+		done store.FlowDone
+	)
 	err := retry(ctx, func() error {
+		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			var (
 				err error
@@ -208,8 +230,9 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 					return err
 				}
 			}
-			if j.State == store.StateWaiting {
-				return nil
+			done, err = s.endFlows(ctx, tx, store.FlowEnded{Job: j, Status: store.FinishedCancelled, Message: store.ResultCancelled})
+			if err != nil || j.State == store.StateWaiting || j.State == store.StateBlocked {
+				return err
 			}
 			_, err = tx.ExecContext(ctx, `/* rowq:jobs.cancel */ INSERT INTO job_results (job_id, grabs, status, created_at)
 				VALUES (?, ?, ?, NOW(6)) ON DUPLICATE KEY UPDATE status = VALUES(status), created_at = VALUES(created_at)`,
@@ -220,12 +243,14 @@ func (s *Store) JobCancel(ctx context.Context, queue string, id int64) (*store.J
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %d of queue %q: %w", id, queue, mapErr(err))
 	}
+	s.FlowHook.Done(done)
 	return j, nil
 }
 
 // JobsSucceed locks the jobs the grabs hold by primary key, deletes them
 // and records their results, in one short transaction of three
-// statements.
+// statements; the jobs with a flow are left by the DELETE (flow = 0) and
+// ended through succeedFlow.
 func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]string, error) {
 	if len(p.Grabs) == 0 {
 		return nil, nil
@@ -234,40 +259,23 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 	for i, g := range p.Grabs {
 		ids[i] = g.ID
 	}
-	var out []string
+	var (
+		out  []string
+		done store.FlowDone
+	)
 	err := retry(ctx, func() error {
 		out = make([]string, len(p.Grabs))
+		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			type held struct {
-				grabs   int
-				queue   string
-				ordered bool
-				keep    bool
-			}
-			found := map[int64]held{}
-			rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name, ordered, `+keepOf+` FROM jobs FORCE INDEX (PRIMARY)
-				WHERE id IN (`+sqldb.Placeholders(len(ids))+`) AND state IN ('grabbed', 'leased') FOR UPDATE`, idArgs(ids)...)
+			found, err := succeedLock(ctx, tx, ids)
 			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id int64
-				var h held
-				var keep sql.NullInt64
-				if err := rows.Scan(&id, &h.grabs, &h.queue, &h.ordered, &keep); err != nil {
-					rows.Close()
-					return err
-				}
-				h.keep = keep.Int64 > 0
-				found[id] = h
-			}
-			if err := rows.Close(); err != nil {
 				return err
 			}
 			var (
 				del, results []any
 				ordered      []int64
 				kept         = map[int64]store.FinishNote{}
+				notes        = map[int64]store.FinishNote{}
 			)
 			for i, g := range p.Grabs {
 				if h, ok := found[g.ID]; ok && h.grabs == g.Grabs {
@@ -275,11 +283,12 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 					if h.ordered {
 						ordered = append(ordered, g.ID)
 					}
+					note := store.FinishNote{ID: g.ID}
+					if p.Notes != nil {
+						note = p.Notes[i]
+					}
+					notes[g.ID] = note
 					if h.keep {
-						note := store.FinishNote{ID: g.ID}
-						if p.Notes != nil {
-							note = p.Notes[i]
-						}
 						kept[g.ID] = note
 					}
 					delete(found, g.ID) // the same grab twice: once
@@ -293,7 +302,7 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 			if err := succeedKept(ctx, tx, kept); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `/* rowq:jobs.succeed */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+sqldb.Placeholders(len(del))+`)`, del...); err != nil {
+			if done, err = s.succeedDelete(ctx, tx, del, notes); err != nil {
 				return err
 			}
 			if err := forgetOrdered(ctx, tx, ordered...); err != nil {
@@ -308,5 +317,62 @@ func (s *Store) JobsSucceed(ctx context.Context, p *store.JobsSucceedParams) ([]
 	if err != nil {
 		return nil, fmt.Errorf("complete %d leased jobs: %w", len(p.Grabs), mapErr(err))
 	}
+	s.FlowHook.Done(done)
 	return out, nil
+}
+
+// succeedHeld is a job JobsSucceed locked.
+type succeedHeld struct {
+	grabs   int
+	queue   string
+	ordered bool
+	keep    bool
+}
+
+// succeedLock locks those of ids that are grabbed or leased.
+func succeedLock(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]succeedHeld, error) {
+	found := map[int64]succeedHeld{}
+	rows, err := tx.QueryContext(ctx, `/* rowq:jobs.succeed */ SELECT id, grabs, queue_name, ordered, `+keepOf+` FROM jobs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+sqldb.Placeholders(len(ids))+`) AND state IN ('grabbed', 'leased') FOR UPDATE`, idArgs(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var h succeedHeld
+		var keep sql.NullInt64
+		if err := rows.Scan(&id, &h.grabs, &h.queue, &h.ordered, &keep); err != nil {
+			return nil, err
+		}
+		h.keep = keep.Int64 > 0
+		found[id] = h
+	}
+	return found, rows.Err()
+}
+
+// succeedDelete deletes the jobs del, which tx holds: those without a
+// flow by one DELETE, as ever, and, when it left some, the others, whose
+// flows it applies with their notes.
+func (s *Store) succeedDelete(ctx context.Context, tx *sql.Tx, del []any, notes map[int64]store.FinishNote) (store.FlowDone, error) {
+	n, err := sqldb.Affected(tx.ExecContext(ctx, `/* rowq:jobs.succeed */ DELETE jobs FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (`+
+		sqldb.Placeholders(len(del))+`) AND flow = 0`, del...))
+	if err != nil || n == int64(len(del)) {
+		return store.FlowDone{}, err
+	}
+	jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc) },
+		`/* rowq:jobs.succeed_flow */ SELECT `+jobCols+` FROM jobs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+sqldb.Placeholders(len(del))+`) AND flow <> 0 ORDER BY id FOR UPDATE`, del...)
+	if err != nil || len(jobs) == 0 {
+		return store.FlowDone{}, err
+	}
+	ended := make([]store.FlowEnded, len(jobs))
+	for i, j := range jobs {
+		note := notes[j.ID]
+		ended[i] = store.FlowEnded{Job: j, Status: store.FinishedSucceeded, Message: note.Message, Result: note.Result}
+	}
+	if err := deleteJobs(ctx, tx, jobs); err != nil {
+		return store.FlowDone{}, err
+	}
+	return s.endFlows(ctx, tx, ended...)
 }

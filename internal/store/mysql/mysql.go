@@ -44,6 +44,9 @@ type Store struct {
 	// noReturning (for tests) makes a MariaDB server count as MySQL: no
 	// INSERT … RETURNING.
 	noReturning bool
+	// FlowHook tells the FlowWatch function what ending flow jobs did
+	// (flow.go).
+	store.FlowHook
 }
 
 var _ store.Store = (*Store)(nil)
