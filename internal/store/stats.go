@@ -107,7 +107,7 @@ type QueueStats struct {
 	BusyWorkers     int     // over fresh rows
 	PushesPerSecond float64 // over fresh rows
 	PopsPerSecond   float64 // over fresh rows
-	Outstanding     int64   // jobs stored in the queue: waiting, deferred or grabbed
+	Outstanding     int64   // jobs stored in the queue: waiting, deferred, blocked, grabbed or leased
 	MaxWorkers      int
 	Active          bool // a live node leads the queue
 }

@@ -14,11 +14,14 @@ import (
 // concurrency_key, id) WHERE ordered, which holds ordered jobs only. (A
 // MIN(id) … GROUP BY concurrency_key would read every entry of the keys'
 // ranges: a key with a deep backlog made each head check as long as its
-// backlog.) Arguments: keys, queue.
+// backlog.) A blocked job heads no key: it holds back none of its key's
+// jobs until it is released, and then takes its place (its id) in the
+// order; reading its state costs each head one lookup by rowid.
+// Arguments: keys, queue.
 func keyHeadsSQL(n int) string {
 	return `/* rowq:jobs.key_heads */ WITH k(key) AS (VALUES ` + strings.TrimSuffix(strings.Repeat("(?), ", n), ", ") + `)
 		SELECT key, head FROM (SELECT key, (SELECT id FROM jobs INDEXED BY jobs_ordered
-			WHERE queue_name = ? AND concurrency_key = k.key AND ordered ORDER BY id LIMIT 1) AS head FROM k)
+			WHERE queue_name = ? AND concurrency_key = k.key AND ordered AND state <> 'blocked' ORDER BY id LIMIT 1) AS head FROM k)
 		WHERE head IS NOT NULL`
 }
 

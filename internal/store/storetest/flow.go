@@ -23,6 +23,7 @@ var flowTests = slices.Concat(flowCallbackTests(), []conformanceTest{
 	{"Flow_ParentFailureFail", testFlowParentFail},
 	{"Flow_ParentFailureRun", testFlowParentRun},
 	{"Flow_ParentGrabbedWithStaleFlow", testFlowParentGrabbed},
+	{"Flow_ParentLeasedWithStaleFlow", testFlowParentLeased},
 	{"Flow_ParentFinishedAndKept", testFlowParentKept},
 	{"Flow_ParentUnknown", testFlowParentUnknown},
 	{"Flow_BatchCallbacksOnce", testFlowBatch},
@@ -30,6 +31,7 @@ var flowTests = slices.Concat(flowCallbackTests(), []conformanceTest{
 	{"Flow_KeepAndRetry", testFlowKeepAndRetry},
 	{"Flow_PlainJobsKeepTheirPath", testFlowPlain},
 	{"Flow_BlockedInvisible", testFlowBlockedInvisible},
+	{"Flow_BlockedHeadsNoKey", testFlowBlockedKeyHeads},
 	{"Flow_ReadsNotFound", testFlowNotFound},
 	{"Flow_FanIn", testFlowFanIn},
 })
@@ -903,4 +905,62 @@ func testFlowFanIn(t *testing.T, s store.Store) {
 	if d, _ := w.get(); d.Released != 1 {
 		t.Fatalf("FlowWatch told %+v, want 1 released", d)
 	}
+}
+
+// testFlowBlockedKeyHeads: a blocked ordered job holds back none of its
+// key's jobs; released, it takes its place (its id) in the key's order.
+func testFlowBlockedKeyHeads(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	ordered := func() *store.JobInsertParams {
+		j := flowJob("q", `{}`)
+		j.ConcurrencyKey, j.ConcurrencyLimit, j.Ordered = "k", 1, true
+		return j
+	}
+	parent := insert(t, s, "q", 1, 0)[0]
+	child := insertFlow(t, s, &store.FlowInsertParams{Jobs: []*store.FlowJobParams{{Job: ordered(), DependsOn: []store.FlowParent{{ID: parent}}}}}).IDs[0]
+	later := must(s.JobsInsert(ctx, []*store.JobInsertParams{ordered()}))(t)[0]
+	head := func() int64 {
+		t.Helper()
+		return must(s.JobsKeyHeads(ctx, &store.JobsKeyHeadsParams{Queue: "q", Keys: []string{"k"}}))(t)["k"]
+	}
+	if got := head(); got != later {
+		t.Fatalf("head of the key while its oldest job is blocked = %d, want %d", got, later)
+	}
+	jobs := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 10, Lease: time.Minute, NoKeys: true}))(t)
+	if len(jobs) != 1 || jobs[0].ID != parent {
+		t.Fatalf("grabbed %v, want the parent %d", jobIDs(jobs), parent)
+	}
+	complete(t, s, parent)
+	if got := head(); got != child {
+		t.Fatalf("head of the key once its oldest job is released = %d, want %d", got, child)
+	}
+}
+
+// testFlowParentLeased gives leased jobs dependents after their grab (the
+// holder's Job.Flow is false), then ends them by JobsSucceed and JobFinish:
+// each end goes through FlowEnd all the same.
+func testFlowParentLeased(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putQueue(t, s, "q")
+	putQueue(t, s, "c")
+	ids := insert(t, s, "q", 3, 0)
+	jobs := must(s.JobsGrab(ctx, &store.JobsGrabParams{Queue: "q", Node: "n1", Limit: 3, Lease: time.Minute, Leased: true}))(t)
+	if got := sorted(jobIDs(jobs)); !slices.Equal(got, ids) || jobs[0].Flow {
+		t.Fatalf("grabbed %v (Flow %v), want %v without flow", got, jobs[0].Flow, ids)
+	}
+	p := &store.FlowInsertParams{}
+	for _, id := range ids {
+		p.Jobs = append(p.Jobs, &store.FlowJobParams{Job: flowJob("c", `{}`), DependsOn: []store.FlowParent{{ID: id}}})
+	}
+	children := insertFlow(t, s, p).IDs
+	must(s.JobsSucceed(ctx, &store.JobsSucceedParams{Grabs: []store.JobGrab{{ID: ids[0], Grabs: 1}}, Status: "success"}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ids[1], Grabs: 1, Outcome: store.FinishDelete, Status: "success"}))(t)
+	must(s.JobFinish(ctx, &store.JobFinishParams{ID: ids[2], Grabs: 1, Outcome: store.FinishFail, Status: "permanent-failure", Message: "no"}))(t)
+	for i, id := range children[:2] {
+		if st := jobState(t, s, "c", id); st != store.StateWaiting {
+			t.Fatalf("dependent of parent %d: %s, want waiting", ids[i], st)
+		}
+	}
+	notLive(t, s, "c", children[2])
 }
