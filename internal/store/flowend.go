@@ -116,7 +116,7 @@ func FlowEnd(ctx context.Context, tx FlowTx, ended []FlowEnded) (FlowDone, error
 type flowEnd struct {
 	calls   []*JobInsertParams
 	batches map[int64]*BatchCounts
-	order   []int64 // batch ids in the order first met
+	order   []int64 // batch ids met, each once (counted in ascending order)
 	done    FlowDone
 }
 
@@ -298,6 +298,11 @@ func (e *flowEnd) dependents(ctx context.Context, tx FlowTx, children []FlowChil
 // countBatches writes the outcomes counted per batch, and queues the
 // callbacks of each batch whose last job ended.
 func (e *flowEnd) countBatches(ctx context.Context, tx FlowTx) error {
+	// Batch rows are locked in ascending id order, as the children are:
+	// two transactions that end jobs of the same batches (ids and batch
+	// ids need not rise together: batches enqueued concurrently) must not
+	// lock them in opposite orders and wait for a deadlock's detection.
+	slices.Sort(e.order)
 	for _, id := range e.order {
 		b, err := tx.BatchCount(ctx, id, *e.batches[id])
 		if errors.Is(err, ErrNotFound) {

@@ -45,3 +45,12 @@ const KeyHeadsSQL = keyHeadsSQL
 
 // MapErr maps a driver error onto the store's errors, for the table test.
 var MapErr = mapErr
+
+// Flow statements, for the EXPLAIN test.
+const (
+	FlowChildrenSQL = flowChildrenSQL
+	FlowForgetSQL   = flowForgetSQL
+)
+
+// CompleteFlowSQL is JobsComplete's statement for jobs with a flow.
+var CompleteFlowSQL = completeFlowSQL

@@ -45,7 +45,7 @@ func scanFinished(row pgx.CollectableRow) (*store.FinishedJob, error) {
 // writes the history of those named in $3 with their messages ($4) and
 // results ($5). Its one row is the count deleted.
 const completeKeptSQL = `/* rowq:jobs.complete */ WITH d AS (
-		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2
+		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2` + noFlow + `
 		RETURNING id, queue_name, category, url, payload, fail_count, created_at, next_try),
 	k AS (
 		INSERT INTO finished_jobs (` + finishedCols + `)
@@ -70,7 +70,7 @@ func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (
 // jobs: it writes the job's history too.
 const failKeptSQL = `/* rowq:jobs.fail */
 	WITH d AS (
-		DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
+		DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2` + noFlow + `
 		RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs, next_try,
 			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered),
 	k AS (

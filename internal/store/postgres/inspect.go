@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -55,11 +56,18 @@ func (s *Store) JobsList(ctx context.Context, p *store.JobsListParams) ([]*store
 	return jobs, nil
 }
 
+// jobDeleteSQL removes the job $1 of queue $2 that has no flow.
+const jobDeleteSQL = `/* rowq:inspect.job_delete */
+	DELETE FROM jobs WHERE id = $1 AND queue_name = $2` + noFlow + ` RETURNING ` + jobCols
+
 // JobDelete removes one job of the queue and returns it, or
-// store.ErrNotFound.
+// store.ErrNotFound. A job with a flow counts as cancelled for its flow
+// (its dependents, its batch, its on_finish callback), with no history.
 func (s *Store) JobDelete(ctx context.Context, queue string, id int64) (*store.Job, error) {
-	j, err := queryOne(ctx, s, scanJob, `/* rowq:inspect.job_delete */
-		DELETE FROM jobs WHERE id = $1 AND queue_name = $2 RETURNING `+jobCols, id, queue)
+	j, err := queryOne(ctx, s, scanJob, jobDeleteSQL, id, queue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		j, err = s.removeFlow(ctx, withFlow(jobDeleteSQL), []any{id, queue}, "deleted")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("delete job %d of queue %q: %w", id, queue, mapErr(err))
 	}

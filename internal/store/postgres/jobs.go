@@ -17,9 +17,12 @@ import (
 const jobCols = `id, queue_name, category, url, payload, state, created_at, next_try,
 	timeout, max_retries, retry_delay, fail_count, grabbed_by, grabbed_until,
 	priority, unique_key, retry_backoff, retry_delay_max, retry_jitter, grabs, progress, progress_message, traceparent, tracestate, deferrals,
-	concurrency_key, concurrency_limit, ordered`
+	concurrency_key, concurrency_limit, ordered, flow`
 
-func scanJob(row pgx.CollectableRow) (*store.Job, error) {
+func scanJob(row pgx.CollectableRow) (*store.Job, error) { return scanJobAnd(row) }
+
+// scanJobAnd scans jobCols, then the row's further columns into more.
+func scanJobAnd(row pgx.CollectableRow, more ...any) (*store.Job, error) {
 	var (
 		j         store.Job
 		payload   []byte
@@ -29,10 +32,10 @@ func scanJob(row pgx.CollectableRow) (*store.Job, error) {
 		tp, ts    *string
 		ckey      *string
 	)
-	err := row.Scan(&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
+	err := row.Scan(append([]any{&j.ID, &j.Queue, &j.Category, &j.URL, &payload, &j.State, &j.CreatedAt, &j.NextTry,
 		&j.Timeout, &j.MaxRetries, &j.RetryDelay, &j.FailCount, &grabbedBy, &j.GrabbedTil,
 		&j.Priority, &key, &j.RetryBackoff, &j.RetryDelayMax, &j.RetryJitter, &j.Grabs, &j.Progress, &pmsg, &tp, &ts, &j.Deferrals,
-		&ckey, &j.ConcurrencyLimit, &j.Ordered)
+		&ckey, &j.ConcurrencyLimit, &j.Ordered, &j.Flow}, more...)...)
 	if tp != nil {
 		j.Trace.Parent = *tp
 	}
@@ -221,8 +224,15 @@ func (s *Store) JobsExtend(ctx context.Context, p *store.JobsExtendParams) (int6
 	return n, nil
 }
 
+// completeSQL deletes the jobs $1 held by node $2 that have no flow.
+const completeSQL = `/* rowq:jobs.complete */
+	DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2` + noFlow
+
 // JobsComplete deletes the given jobs where they are still grabbed by
-// p.Node, and returns how many it deleted.
+// p.Node, and returns how many it deleted: those without a flow with one
+// statement (completeSQL, or completeKeptSQL that writes their history
+// too), then, when it deleted fewer than asked, those with a flow through
+// FlowEnd (completeFlow).
 func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (int64, error) {
 	if len(p.IDs) == 0 {
 		return 0, nil
@@ -234,9 +244,13 @@ func (s *Store) JobsComplete(ctx context.Context, p *store.JobsCompleteParams) (
 	if len(p.Keep) > 0 {
 		n, err = s.completeKept(ctx, p)
 	} else {
-		n, err = s.exec(ctx, `/* rowq:jobs.complete */
-		DELETE FROM jobs WHERE id = ANY($1) AND state = 'grabbed' AND grabbed_by = $2`,
-			p.IDs, p.Node)
+		n, err = s.exec(ctx, completeSQL, p.IDs, p.Node)
+	}
+	if err == nil && n < int64(len(p.IDs)) {
+		// Those left are jobs with a flow, or no longer held.
+		var m int64
+		m, err = s.completeFlow(ctx, p)
+		n += m
 	}
 	if err != nil {
 		return 0, fmt.Errorf("complete %d jobs of node %q: %w", len(p.IDs), p.Node, mapErr(err))
@@ -304,32 +318,36 @@ func (s *Store) JobsDefer(ctx context.Context, p *store.JobsDeferParams) (int64,
 }
 
 // JobFail moves a job grabbed by p.Node to the failure log with
-// fail_count + 1, in one statement; store.ErrNotFound if p.Node does not
-// hold it.
+// fail_count + 1, in one statement (failSQL, or failKeptSQL that writes
+// its history too); a job with a flow goes through FlowEnd (failFlow).
+// store.ErrNotFound if p.Node does not hold it.
 func (s *Store) JobFail(ctx context.Context, p *store.JobFailParams) (*store.FailedJob, error) {
+	q := failSQL
 	if p.Keep {
-		f, err := queryOne(ctx, s, scanFailedJob, failKeptSQL, p.ID, p.Node, p.Status, p.Code, p.Message)
-		if err != nil {
-			return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
-		}
-		return f, nil
+		q = failKeptSQL
 	}
-	f, err := queryOne(ctx, s, scanFailedJob, `/* rowq:jobs.fail */
-		WITH d AS (
-			DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2
-			RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
-				timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
-		INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
-			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
-		SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
-			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered FROM d
-		RETURNING `+failedJobCols,
-		p.ID, p.Node, p.Status, p.Code, p.Message)
+	f, err := queryOne(ctx, s, scanFailedJob, q, p.ID, p.Node, p.Status, p.Code, p.Message)
+	if errors.Is(err, pgx.ErrNoRows) {
+		f, err = s.failFlow(ctx, p, withFlow(q))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fail job %d of node %q: %w", p.ID, p.Node, mapErr(err))
 	}
 	return f, nil
 }
+
+// failSQL moves the job $1 without a flow held by node $2 to the failure
+// log with status $3, code $4 and message $5.
+const failSQL = `/* rowq:jobs.fail */
+	WITH d AS (
+		DELETE FROM jobs WHERE id = $1 AND state = 'grabbed' AND grabbed_by = $2` + noFlow + `
+		RETURNING id, queue_name, category, url, payload, fail_count, created_at, grabs,
+			timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
+	INSERT INTO failed_jobs (job_id, queue_name, category, url, payload, status, code, message, fail_count, failed_at, created_at, grabs,
+		timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered)
+	SELECT id, queue_name, category, url, payload, $3, $4, $5, fail_count + 1, now(), created_at, grabs,
+		timeout, max_retries, retry_delay, priority, retry_backoff, retry_delay_max, retry_jitter, concurrency_key, concurrency_limit, ordered FROM d
+	RETURNING ` + failedJobCols
 
 // JobsRescue puts grabbed jobs of queue whose grab has expired
 // (grabExpired) and that no other transaction holds (SKIP LOCKED) back to

@@ -10,7 +10,11 @@ import (
 
 // keyHeadsSQL selects the oldest ordered job of each key of $2: one probe
 // of jobs_ordered (queue_name, concurrency_key, id) WHERE ordered per key.
-const keyHeadsSQL = `/* rowq:jobs.key_heads */ SELECT k, (SELECT MIN(id) FROM jobs WHERE queue_name = $1 AND concurrency_key = k AND ordered)
+// A blocked job takes its place in its key's order when it is released:
+// until then it holds back none of its key's jobs (a parent of its own
+// key behind it would wait for it for ever), and the probe walks past it.
+const keyHeadsSQL = `/* rowq:jobs.key_heads */ SELECT k, (SELECT MIN(id) FROM jobs WHERE queue_name = $1 AND concurrency_key = k AND ordered
+		AND state <> 'blocked')
 	FROM unnest($2::text[]) AS k`
 
 // keyBusySQL counts the keyed jobs in delivery that another node ($2)

@@ -43,8 +43,9 @@ const maxConns = 32
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
-	db   *sql.DB // pool seen through database/sql, for the migration runner
+	store.FlowHook // FlowWatch, and Done after the commits that end flow jobs
+	pool           *pgxpool.Pool
+	db             *sql.DB // pool seen through database/sql, for the migration runner
 }
 
 var _ store.Store = (*Store)(nil)
