@@ -1,4 +1,5 @@
-// Package client is the Go client of rowq's HTTP API: jobs, queues and
+// Package client is the Go client of rowq's HTTP API: jobs and their
+// flows (callbacks, dependencies, batches: PushBatch, Blocked), queues and
 // routings (the Fireworq-compatible surface), locks and schedules. It
 // imports only the standard library and package rowqtype, whose request
 // and answer bodies it sends and returns: the server uses the same types.

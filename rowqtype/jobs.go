@@ -33,6 +33,41 @@ type JobRequest struct {
 	// traceparent and tracestate headers for this job (docs/api.md).
 	TraceParent *string `json:"traceparent,omitempty"`
 	TraceState  *string `json:"tracestate,omitempty"` // only with traceparent
+	// The job's flow (docs/lifecycle.md): callbacks enqueued, in the
+	// transaction that records its outcome, when it succeeds, fails for
+	// good, or ends however (cancelled included); each is a job of its
+	// own (category, url unless it routes to a pull queue, payload and
+	// the usual options, no flow of its own), routed and checked now.
+	OnSuccess *BatchJob `json:"on_success,omitempty"`
+	OnFailure *BatchJob `json:"on_failure,omitempty"`
+	OnFinish  *BatchJob `json:"on_finish,omitempty"`
+	// DependsOn are the jobs this one waits for (it is stored blocked
+	// until each has succeeded): earlier jobs of the same POST /jobs by
+	// index, or existing jobs by id. OnParentFailure says what it does
+	// when one fails for good or is cancelled: OnParentCancel (the
+	// default), OnParentFail or OnParentRun. A job with a flow is always
+	// a new job: no unique_key.
+	DependsOn       []JobRef `json:"depends_on,omitempty"`
+	OnParentFailure *string  `json:"on_parent_failure,omitempty"`
+}
+
+// Values of JobRequest.OnParentFailure.
+const (
+	// OnParentCancel cancels the job, and in turn its own dependents.
+	OnParentCancel = "cancel"
+	// OnParentFail moves the job to the failure log without running it
+	// (status "parent-failed"); its dependents follow their own policies.
+	OnParentFail = "fail"
+	// OnParentRun runs the job anyway, once every parent has ended.
+	OnParentRun = "run"
+)
+
+// JobRef names a parent of a job (JobRequest.DependsOn): exactly one of
+// Index, an earlier job of the same POST /jobs (0-based), and ID, an
+// existing job.
+type JobRef struct {
+	Index *int   `json:"index,omitempty"`
+	ID    *int64 `json:"id,omitempty"`
 }
 
 // BatchJob is one element of POST /jobs: a JobRequest and its category.
@@ -42,9 +77,22 @@ type BatchJob struct {
 }
 
 // JobsRequest is the body of POST /jobs: 1 to 1,000 jobs stored in one
-// transaction, all or none.
+// transaction, all or none; with Batch, they make a batch.
 type JobsRequest struct {
-	Jobs []*BatchJob `json:"jobs"`
+	Jobs  []*BatchJob   `json:"jobs"`
+	Batch *BatchRequest `json:"batch,omitempty"`
+}
+
+// BatchRequest makes the jobs of a POST /jobs a batch (docs/lifecycle.md),
+// created with them and closed at once. OnSuccess is enqueued when every
+// job of the batch succeeded, OnFinish when every job has ended however;
+// each exactly once, in the transaction that records the last outcome,
+// with the batch's counts and Meta in its payload. A job of a batch has no
+// unique_key.
+type BatchRequest struct {
+	OnSuccess *BatchJob       `json:"on_success,omitempty"`
+	OnFinish  *BatchJob       `json:"on_finish,omitempty"`
+	Meta      json.RawMessage `json:"meta,omitempty"` // a JSON object, kept as sent
 }
 
 // PushedJob is the answer to an enqueue (POST /job/{category}, each
@@ -75,11 +123,16 @@ type PushedJob struct {
 	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
 	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
 	Ordered          bool   `json:"ordered,omitempty"`
+	// Blocked is sent, true, for a job stored blocked: it waits for
+	// parents (depends_on) that have not all succeeded.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
-// PushedJobs is the answer to POST /jobs, in the order of the request.
+// PushedJobs is the answer to POST /jobs, in the order of the request;
+// BatchID names the batch the request made, left out without one.
 type PushedJobs struct {
-	Jobs []*PushedJob `json:"jobs"`
+	Jobs    []*PushedJob `json:"jobs"`
+	BatchID int64        `json:"batch_id,omitempty"`
 }
 
 // Values of Job.Status.
@@ -89,6 +142,9 @@ const (
 	// JobStatusLeased: a worker accepted the job and holds it until
 	// grabbed_until (its lease), renewed by its heartbeats.
 	JobStatusLeased = "leased"
+	// JobStatusBlocked: the job waits for parents (depends_on); Flow says
+	// which.
+	JobStatusBlocked = "blocked"
 )
 
 // Job is a stored job as the inspection endpoints answer it
@@ -100,7 +156,7 @@ type Job struct {
 	Category   string          `json:"category"`
 	URL        string          `json:"url"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
-	Status     string          `json:"status"` // JobStatusClaimed, JobStatusGrabbed or JobStatusLeased
+	Status     string          `json:"status"` // JobStatusClaimed, JobStatusGrabbed, JobStatusLeased or JobStatusBlocked
 	CreatedAt  time.Time       `json:"created_at"`
 	NextTry    time.Time       `json:"next_try"`
 	Timeout    int             `json:"timeout"`
@@ -128,6 +184,26 @@ type Job struct {
 	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
 	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
 	Ordered          bool   `json:"ordered,omitempty"`
+	// Flow is rowq's, sent for a job with a flow (callbacks, parents,
+	// dependents or a batch: docs/lifecycle.md).
+	Flow *JobFlow `json:"flow,omitempty"`
+}
+
+// JobFlow is the flow of a live job. GET /queue/{name}/job/{id} sends all
+// of it; GET /queue/{name}/blocked sends WaitsFor only.
+type JobFlow struct {
+	// WaitsFor are the parents the job still waits for, ascending; empty
+	// once it is no longer blocked.
+	WaitsFor []int64 `json:"waits_for"`
+	// Dependents are the jobs that wait for this one, ascending.
+	Dependents []int64 `json:"dependents,omitempty"`
+	BatchID    int64   `json:"batch_id,omitempty"`
+	// OnParentFailure is sent for a blocked job: what it does if a parent
+	// fails.
+	OnParentFailure string `json:"on_parent_failure,omitempty"`
+	// Callbacks names those the job has: "on_success", "on_failure",
+	// "on_finish".
+	Callbacks []string `json:"callbacks,omitempty"`
 }
 
 // JobPage is one page of a job listing; NextCursor, the cursor of the

@@ -1,10 +1,11 @@
 // Package rowqtype holds the JSON request and response bodies of rowq's
-// HTTP API: jobs, queues, routings, job and failure log listings, stats,
-// locks, schedules, version, health and the error body. The server
-// (internal/httpapi) decodes requests into these types and encodes its
-// answers from them, and the Go client (package client) sends and reads
-// the same types, so the two cannot drift apart. It imports only the
-// standard library, as River's rivertype does for River.
+// HTTP API: jobs and their flows, batches, queues, routings, job and
+// failure log listings, stats, locks, schedules, version, health and the
+// error body. The server (internal/httpapi) decodes requests into these
+// types and encodes its answers from them, and the Go client (package
+// client) sends and reads the same types, so the two cannot drift apart.
+// It imports only the standard library, as River's rivertype does for
+// River.
 //
 // Answers carry every field the server always sends, zero or not
 // ("paused": false); a field tagged omitempty is one the server leaves out

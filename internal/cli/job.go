@@ -125,7 +125,7 @@ func jobOptionFlags(s *session) func(job *rowqtype.JobRequest) {
 
 // jobPushBatch is `rowq job push-batch --file F`.
 func jobPushBatch(s *session, args []string) error {
-	file := s.fs.String("file", "", `JSON file holding {"jobs": [...]} as POST /jobs takes; - for stdin (required)`)
+	file := s.fs.String("file", "", `JSON file holding {"jobs": [...]}, and "batch" if any, as POST /jobs takes; - for stdin (required)`)
 	if _, err := s.parse(args, 0, "no arguments"); err != nil {
 		return err
 	}
@@ -143,13 +143,25 @@ func jobPushBatch(s *session, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	jobs, err := readBatch(in)
+	body, err := readBatch(in)
 	if err != nil {
 		return fmt.Errorf("--file %s: %w", *file, err)
 	}
 	return s.call(func(ctx context.Context, c *client.Client) (any, func(io.Writer), error) {
-		pushed, err := c.PushJobs(ctx, jobs)
-		return map[string]any{"jobs": pushed}, func(w io.Writer) {
+		res := &rowqtype.PushedJobs{}
+		if body.Batch != nil {
+			// The jobs make a batch (docs/lifecycle.md).
+			if res, err = c.PushBatch(ctx, body.Batch, body.Jobs); res == nil {
+				res = &rowqtype.PushedJobs{}
+			}
+		} else {
+			res.Jobs, err = c.PushJobs(ctx, body.Jobs)
+		}
+		pushed := res.Jobs
+		return res, func(w io.Writer) {
+			if res.BatchID != 0 {
+				fmt.Fprintf(w, "batch %d\n", res.BatchID)
+			}
 			fmt.Fprintln(w, "ID\tQUEUE\tCATEGORY\tPRIORITY\tEXISTING\tURL")
 			for _, j := range pushed {
 				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%t\t%s\n", j.ID, j.QueueName, j.Category, j.Priority, existing(j), j.URL)
@@ -158,10 +170,10 @@ func jobPushBatch(s *session, args []string) error {
 	})
 }
 
-// readBatch decodes {"jobs": [...]}. Unknown fields are refused here,
-// since encoding rowqtype.BatchJob again would drop them silently (a
-// misspelt "priority" would enqueue jobs without one).
-func readBatch(r io.Reader) ([]*rowqtype.BatchJob, error) {
+// readBatch decodes {"jobs": [...]} and its batch, if any. Unknown fields
+// are refused here, since encoding rowqtype.BatchJob again would drop them
+// silently (a misspelt "priority" would enqueue jobs without one).
+func readBatch(r io.Reader) (*rowqtype.JobsRequest, error) {
 	var body rowqtype.JobsRequest
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -179,7 +191,7 @@ func readBatch(r io.Reader) ([]*rowqtype.BatchJob, error) {
 			return nil, fmt.Errorf("jobs[%d]: want a job object, got null", i)
 		}
 	}
-	return body.Jobs, nil
+	return &body, nil
 }
 
 // stdin is where push-batch reads --file -; a variable for tests.

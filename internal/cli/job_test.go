@@ -95,6 +95,16 @@ func TestJobCommands_Additions(t *testing.T) {
 	if len(pushed.Jobs) != 2 || jsonInt(pushed.Jobs[0].ID) != jsonInt(first) {
 		t.Errorf("push-batch from stdin answered %+v, want the pending job %v first", pushed, first)
 	}
+	// With "batch", the jobs make a batch (docs/lifecycle.md).
+	var batched struct {
+		Jobs    []struct{ ID float64 }
+		BatchID float64 `json:"batch_id"`
+	}
+	stdin = strings.NewReader(`{"jobs": [{"category": "c", "url": "` + w.URL + `"}], "batch": {"meta": {"k": 1}}}`)
+	runJSON(t, srv, &batched, "job", "push-batch", "--file", "-")
+	if len(batched.Jobs) != 1 || batched.BatchID < 1 {
+		t.Errorf("push-batch with a batch answered %+v, want one job and a batch_id", batched)
+	}
 	for _, tc := range []struct{ body, want string }{
 		{`{"jobs": [{"category": "c", "url": "` + w.URL + `", "prority": 1}]}`, "prority"},
 		{`{"jobs": []}`, "jobs:"},

@@ -47,19 +47,22 @@ func (r *runner) work(j *store.Job) {
 	r.releaseSlots(1)
 }
 
-// ackItem is one acknowledgement: the job and, when its queue keeps its
-// finished jobs, what its history records (nil: none).
+// ackItem is one acknowledgement: the job and the worker's message and
+// result (nil: none), which its history records when its queue keeps its
+// finished jobs (keep), and its callbacks get when it has a flow (flow).
 type ackItem struct {
-	job  *store.Job
-	keep *store.FinishNote
+	job        *store.Job
+	note       *store.FinishNote
+	keep, flow bool
 }
 
 // succeeded is the acknowledgement of j after the success res: with the
-// worker's message and result when queue settings q keep finished jobs.
+// worker's message and result when queue settings q keep finished jobs
+// or j has a flow.
 func succeeded(j *store.Job, q *store.Queue, res *Result) ackItem {
-	a := ackItem{job: j}
-	if q.KeepFinished > 0 {
-		a.keep = &store.FinishNote{ID: j.ID, Message: res.Message, Result: res.Output}
+	a := ackItem{job: j, keep: q.KeepFinished > 0, flow: j.Flow}
+	if a.keep || a.flow {
+		a.note = &store.FinishNote{ID: j.ID, Message: res.Message, Result: res.Output}
 	}
 	return a
 }

@@ -273,8 +273,11 @@ func New(cfg Config) *Dispatcher {
 			if a.job.Ordered {
 				p.Ordered = append(p.Ordered, a.job.ID)
 			}
-			if a.keep != nil {
-				p.Keep = append(p.Keep, *a.keep)
+			if a.keep {
+				p.Keep = append(p.Keep, *a.note)
+			}
+			if a.flow {
+				p.Flow = append(p.Flow, *a.note)
 			}
 		}
 		_, err := cfg.Store.JobsComplete(ctx, p)

@@ -24,11 +24,12 @@ import (
 )
 
 // Store is what enqueueing needs of the database: routings and the
-// queues they name, and jobs.
+// queues they name, jobs, and jobs with flows.
 type Store interface {
 	store.RoutingStore
 	store.QueueStore
 	store.JobStore
+	JobsInsertFlow(ctx context.Context, p *store.FlowInsertParams) (*store.FlowInserted, error)
 }
 
 // Dispatcher is this node's dispatcher as enqueueing sees it

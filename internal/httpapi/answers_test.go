@@ -391,6 +391,7 @@ func (g *golden) run() {
 	g.tooLarge()
 	g.databaseDown()
 	g.dashboard()
+	g.flows()
 }
 
 // queues creates, reads, pauses and wakes queues, good and bad.
@@ -819,6 +820,7 @@ func (g *golden) authAnswers() {
 		{"GET", "/lock/l", ""},
 		{"GET", "/schedule/s", ""},
 		{"GET", "/outbox/rejects", ""},
+		{"GET", "/batches", ""},
 	} {
 		g.as("confined", r.method, r.path, r.body)
 	}

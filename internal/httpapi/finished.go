@@ -21,7 +21,11 @@ import (
 func (a *API) jobOrFinished(ctx context.Context, queue string, id int64) (any, error) {
 	j, err := a.cfg.Store.JobGet(ctx, queue, id)
 	if err == nil {
-		return toJobJSON(j), nil
+		v := toJobJSON(j)
+		if err := a.withFlow(ctx, j, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err

@@ -187,6 +187,7 @@ func (a *API) routes() {
 	a.handle("POST /queue/{name}/job/{id}/cancel", need(byQueue, admin), a.cancelJob)
 	a.handle("GET /queue/{name}/failed", need(byQueue, read), a.listFailed)
 	a.handle("GET /queue/{name}/finished", need(byQueue, read), a.listFinished)
+	a.handle("GET /queue/{name}/blocked", need(byQueue, read), a.listBlocked)
 	a.handle("GET /queue/{name}/failed/{id}", need(byQueue, read), a.getFailed)
 	a.handle("DELETE /queue/{name}/failed/{id}", need(byQueue, admin), a.deleteFailed)
 
@@ -215,6 +216,10 @@ func (a *API) routes() {
 	// The outbox's rejects belong to no queue (a category may have none):
 	// a token confined to some queues does not see them.
 	a.handle("GET /outbox/rejects", need(allQueues, read), a.listOutboxRejects)
+	// A batch's jobs may span queues, and its callbacks others: a token
+	// confined to some queues does not see batches.
+	a.handle("GET /batch/{id}", need(allQueues, read), a.getBatch)
+	a.handle("GET /batches", need(allQueues, read), a.listBatches)
 
 	a.handle("GET /version", open, func(*http.Request) (any, error) { return &rowqtype.Version{Version: a.cfg.Version}, nil })
 	a.handle("GET /settings", need(allQueues, read), func(*http.Request) (any, error) { return a.cfg.Settings, nil })
@@ -375,7 +380,8 @@ func decodeError(err error) error {
 		if typeErr.Field == "" {
 			return errorf(http.StatusBadRequest, "body: want a JSON object, got %s", typeErr.Value)
 		}
-		return errorf(http.StatusBadRequest, "%s: want %s, got %s", typeErr.Field, typeName(typeErr.Type.String()), typeErr.Value)
+		// The path names embedded Go structs first ("JobRequest.url").
+		return errorf(http.StatusBadRequest, "%s: want %s, got %s", trimGoPath(typeErr.Field), typeName(typeErr.Type.String()), typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return errorf(http.StatusBadRequest, "body: invalid JSON at byte %d: %v", syntaxErr.Offset, err)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -398,6 +404,12 @@ func typeName(goType string) string {
 		return "a string"
 	case "bool":
 		return "true or false"
+	}
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.Contains(goType, "."):
+		return "a JSON object" // a struct of rowqtype
 	default:
 		return goType
 	}

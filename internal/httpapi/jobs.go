@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,11 @@ import (
 // maxPushJobs bounds the jobs of one POST /jobs.
 const maxPushJobs = 1000
 
+// maxBatchJobs bounds the jobs of one POST /jobs that makes a batch: a
+// batch is closed when it is created, so every job of it comes in that
+// one request (and within --max-body-bytes).
+const maxBatchJobs = 10000
+
 // validateJob checks the body of POST /job/{category} (an element of
 // POST /jobs), as the outbox checks its rows (validate.Job).
 func (a *API) validateJob(req *rowqtype.JobRequest) error {
@@ -32,11 +36,25 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 	if err := checkName("category", category); err != nil {
 		return nil, err
 	}
-	var req rowqtype.JobRequest
+	var req jobBody
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	p, err := a.jobParams(r.Context(), category, &req, nil)
+	if err := refs(&req.JobRequest, req.DependsOn); err != nil {
+		return nil, err
+	}
+	if hasFlow(&req.JobRequest, req.callbacks()) || req.UniqueKey != nil {
+		// unique_key alone is checked here too (flowOf says whether it
+		// goes with the rest), then takes the usual path.
+		f, err := a.flowOf(r.Context(), -1, &req.JobRequest, req.callbacks(), false, nil)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			return a.pushJobFlow(r, category, &req.JobRequest, f)
+		}
+	}
+	p, err := a.jobParams(r.Context(), category, &req.JobRequest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +65,21 @@ func (a *API) pushJob(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return toJobPushed(p, res), nil
+}
+
+// pushJobFlow is POST /job/{category} of a job with a flow f.
+func (a *API) pushJobFlow(r *http.Request, category string, req *rowqtype.JobRequest, f *store.FlowJobParams) (any, error) {
+	p, err := a.jobParams(r.Context(), category, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	flows := []*store.FlowJobParams{f}
+	headerTrace(r, append(callbackParams(flows, nil), p)...)
+	out, err := a.pushFlows(r.Context(), []*store.JobInsertParams{p}, flows, nil, func(int) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	return out.Jobs[0], nil
 }
 
 // jobParams validates a job request and routes its category (through
@@ -138,29 +171,53 @@ func storedJobPushed(j *store.Job) *rowqtype.PushedJob {
 }
 
 // pushJobsRequest is how POST /jobs is decoded: rowqtype.JobsRequest with
-// each element (a rowqtype.BatchJob) left raw, so that each is decoded on
-// its own and an error names its element ("jobs[3].url: required").
+// each element (a rowqtype.BatchJob) and the batch left raw, so that each
+// is decoded on its own and an error names its element ("jobs[3].url:
+// required").
 type pushJobsRequest struct {
-	Jobs []json.RawMessage `json:"jobs"`
+	Jobs  []json.RawMessage `json:"jobs"`
+	Batch json.RawMessage   `json:"batch"`
 }
 
-// pushJobs is POST /jobs: up to maxPushJobs jobs in one transaction.
+// pushJobs is POST /jobs: up to maxPushJobs jobs (maxBatchJobs with a
+// batch) in one transaction. Jobs
+// without a flow, and no batch, take the path they always took
+// (PushMany); else pushFlows.
 func (a *API) pushJobs(r *http.Request) (any, error) {
 	var req pushJobsRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if n := len(req.Jobs); n < 1 || n > maxPushJobs {
-		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs, got %d", maxPushJobs, n)
+	limit, with := maxPushJobs, ""
+	if len(req.Batch) > 0 && string(req.Batch) != "null" {
+		limit, with = maxBatchJobs, " with a batch"
+	}
+	if n := len(req.Jobs); n < 1 || n > limit {
+		return nil, errorf(http.StatusBadRequest, "jobs: must hold 1..%d jobs%s, got %d", limit, with, n)
 	}
 	routes := map[string]enqueue.Destination{}
+	batch, err := a.batchOf(r.Context(), req.Batch, routes)
+	if err != nil {
+		return nil, err
+	}
 	ps := make([]*store.JobInsertParams, len(req.Jobs))
+	var flows []*store.FlowJobParams // nil while no job has a flow
 	for i, raw := range req.Jobs {
-		p, err := a.pushJobsElement(r.Context(), raw, routes)
+		p, f, err := a.pushJobsElement(r.Context(), i, raw, batch != nil, routes)
 		if err != nil {
 			return nil, elementError(fmt.Sprintf("jobs[%d]", i), err)
 		}
 		ps[i] = p
+		if f != nil {
+			if flows == nil {
+				flows = make([]*store.FlowJobParams, len(req.Jobs))
+			}
+			flows[i] = f
+		}
+	}
+	if flows != nil || batch != nil {
+		headerTrace(r, append(callbackParams(flows, batch), ps...)...)
+		return a.pushFlows(r.Context(), ps, flows, batch, func(i int) string { return fmt.Sprintf("jobs[%d].", i) })
 	}
 	headerTrace(r, ps...)
 	res, err := a.cfg.Enqueue.PushMany(r.Context(), ps)
@@ -174,26 +231,28 @@ func (a *API) pushJobs(r *http.Request) (any, error) {
 	return &rowqtype.PushedJobs{Jobs: out}, nil
 }
 
-func (a *API) pushJobsElement(ctx context.Context, raw json.RawMessage, routes map[string]enqueue.Destination) (*store.JobInsertParams, error) {
-	var el rowqtype.BatchJob
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&el); err != nil {
-		err = decodeError(err)
-		var ae *apiError
-		if errors.As(err, &ae) {
-			// A type error's path names the embedded struct.
-			ae.msg = strings.TrimPrefix(ae.msg, "JobRequest.")
-		}
-		return nil, err
+// pushJobsElement decodes and checks element i of POST /jobs, whose jobs
+// make a batch when inBatch: the job, and its flow (nil for none).
+func (a *API) pushJobsElement(ctx context.Context, i int, raw json.RawMessage, inBatch bool, routes map[string]enqueue.Destination) (*store.JobInsertParams, *store.FlowJobParams, error) {
+	var el jobElement
+	if err := decodeStrict(raw, &el); err != nil {
+		return nil, nil, err
 	}
-	if string(raw) == "null" {
-		return nil, errorf(http.StatusBadRequest, "body: want a JSON object, got null")
+	if err := refs(&el.JobRequest, el.DependsOn); err != nil {
+		return nil, nil, err
 	}
 	if err := checkName("category", el.Category); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return a.jobParams(ctx, el.Category, &el.JobRequest, routes)
+	var f *store.FlowJobParams
+	if inBatch || el.UniqueKey != nil || hasFlow(&el.JobRequest, el.callbacks()) {
+		var err error
+		if f, err = a.flowOf(ctx, i, &el.JobRequest, el.callbacks(), inBatch, routes); err != nil {
+			return nil, nil, err
+		}
+	}
+	p, err := a.jobParams(ctx, el.Category, &el.JobRequest, routes)
+	return p, f, err
 }
 
 // elementError names the element of a list in a client error:
@@ -218,6 +277,8 @@ func toJobJSON(j *store.Job) *rowqtype.Job {
 		status = rowqtype.JobStatusGrabbed
 	case store.StateLeased:
 		status = rowqtype.JobStatusLeased
+	case store.StateBlocked:
+		status = rowqtype.JobStatusBlocked
 	}
 	return &rowqtype.Job{
 		ID: j.ID, QueueName: j.Queue, Category: j.Category, URL: j.URL, Payload: j.Payload, Status: status,

@@ -1,6 +1,7 @@
 // Package metrics serves rowq's Prometheus metrics (GET /metrics) from a
-// registry of its own: the Go runtime's and the process's, and each
-// queue's statistics as GET /queues/stats reports them. Those are read
+// registry of its own: the Go runtime's and the process's, this node's
+// counts of flows (Flows), and each queue's statistics as GET
+// /queues/stats reports them. Those are read
 // from the database at each scrape and summed over every node, so every
 // node reports the same queue series: scrape one node, or take max()
 // across nodes, never sum(). The counters persist across restarts and lag
@@ -39,8 +40,11 @@ type Config struct {
 	// WorkerHosts reads the worker hosts the queues' leaders slow down or
 	// hold back (rowq_worker_host_*); nil leaves the series out.
 	WorkerHosts store.WorkerHostStore
-	Logger      *slog.Logger
-	Version     string
+	// Flows are this node's counts of callbacks, releases and ends of
+	// flows (rowq_flow_*); nil leaves the series out.
+	Flows   *Flows
+	Logger  *slog.Logger
+	Version string
 	// Timeout bounds the database read of one scrape (5s).
 	Timeout time.Duration
 	// QueueLimit is the most queues given series of their own; 0 gives
@@ -68,6 +72,9 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.WorkerHosts != nil {
 		reg.MustRegister(newWorkerHostCollector(cfg))
+	}
+	if cfg.Flows != nil {
+		reg.MustRegister(cfg.Flows.collectors()...)
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rowq_build_info", Help: "Always 1; the version label says which rowq serves.",

@@ -184,6 +184,7 @@ func TestOpenAPI_RealAnswersMatch(t *testing.T) {
 		c.schedules()
 		c.outboxRejects()
 		c.errorAnswers()
+		c.flows()
 
 		c.call("DELETE", "/routing/gone", "", 200)
 		c.call("DELETE", "/queue/q2", "", 200)

@@ -295,6 +295,13 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 		RouteCacheTTL: cfg.ConfigRefreshInterval,
 		Tracer:        tracer,
 	})
+	// Ending a job with a flow makes callbacks and released dependents
+	// due, in any queue: the store tells after the commit.
+	flows := metrics.NewFlows()
+	s.store.FlowWatch(func(d store.FlowDone) {
+		flows.Add(d)
+		enq.FlowDone(d.Queues)
+	})
 	sched := schedule.New(schedule.Config{
 		Store:        s.store,
 		Logger:       s.log,
@@ -329,7 +336,7 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 		Dispatcher:    disp,
 		Locks:         locks,
 		Scheduler:     sched,
-		Pages:         pages(view, s.log, verifier, []byte(keys.session), act, history, cfg.MetricsQueueLimit),
+		Pages:         pages(view, s.log, verifier, []byte(keys.session), act, history, flows, cfg.MetricsQueueLimit),
 		QueueDefaults: s.queueDefaults(),
 		WorkerURLs:    s.workerURLs,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -435,8 +442,9 @@ func (s *Server) checkExposure(ctx context.Context, v *auth.Verifier, ln net.Lis
 
 // pages are the routes served beside the JSON API: Prometheus metrics and
 // the dashboard, which guards itself (its login).
-func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History, queueLimit int) []httpapi.Page {
-	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, WorkerHosts: st, Logger: log, Version: Version, QueueLimit: queueLimit})}}
+func pages(st store.Store, log *slog.Logger, v *auth.Verifier, sessionKey []byte, act web.ActFunc, history web.History, flows *metrics.Flows, queueLimit int) []httpapi.Page {
+	out := []httpapi.Page{{Pattern: "GET /metrics", Handler: metrics.Handler(metrics.Config{Store: st, Outbox: st, WorkerHosts: st, Flows: flows,
+		Logger: log, Version: Version, QueueLimit: queueLimit})}}
 	dash := web.Handler(web.Config{Store: st, Logger: log, Version: Version, CheckName: httpapi.CheckName,
 		Auth: v, SessionKey: sessionKey, Act: act, History: history})
 	for _, p := range web.Routes {

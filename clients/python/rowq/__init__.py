@@ -14,9 +14,11 @@ from .errors import Conflict, LeaseConflict, LeaseLost, LockHeld, NotFound, Perm
 from .lease import HeldLease
 from .worker import Handler
 from .types import (
+    Batch,
     FailedJob,
     FailedResult,
     Job,
+    JobFlow,
     JobLease,
     Lease,
     LeasedJob,
@@ -28,6 +30,7 @@ from .types import (
     Nodes,
     OutboxReject,
     Page,
+    PushedBatch,
     PushedJob,
     Queue,
     QueueStats,
@@ -40,6 +43,7 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Batch",
     "DEFAULT_URL",
     "DEFERRED",
     "GRABBED",
@@ -51,6 +55,7 @@ __all__ = [
     "Handler",
     "HeldLease",
     "Job",
+    "JobFlow",
     "JobLease",
     "Lease",
     "LeaseConflict",
@@ -67,6 +72,7 @@ __all__ = [
     "NotFound",
     "Page",
     "PermanentFailure",
+    "PushedBatch",
     "PushedJob",
     "Queue",
     "QueueStats",

@@ -17,6 +17,7 @@ from .errors import Conflict, LeaseConflict, LockHeld, NotFound, RowqError
 from .lease import HeldLease
 from .worker import Handler, work
 from .types import (
+    Batch,
     FailedJob,
     Job,
     JobLease,
@@ -28,12 +29,14 @@ from .types import (
     Nodes,
     OutboxReject,
     Page,
+    PushedBatch,
     PushedJob,
     Queue,
     QueueStats,
     Routing,
     Schedule,
     ScheduleRun,
+    job_json,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -162,6 +165,11 @@ class Client:
         concurrency_key: Optional[str] = None,
         concurrency_limit: Optional[int] = None,
         ordered: Optional[bool] = None,
+        on_success: Optional[Union[NewJob, Mapping[str, Any]]] = None,
+        on_failure: Optional[Union[NewJob, Mapping[str, Any]]] = None,
+        on_finish: Optional[Union[NewJob, Mapping[str, Any]]] = None,
+        depends_on: Optional[Sequence[int]] = None,
+        on_parent_failure: Optional[str] = None,
     ) -> PushedJob:
         """Enqueues a job of ``category`` for the worker at ``url``
         (POST /job/{category}); the answer comes once the job is committed.
@@ -172,7 +180,13 @@ class Client:
         a trace: each delivery carries them to the worker.
         ``concurrency_key`` bounds the queue's jobs of that key in delivery
         at once to ``concurrency_limit`` (1); with ``ordered``, they go one at
-        a time in enqueue order (docs/flow-control.md)."""
+        a time in enqueue order (docs/flow-control.md).
+        ``on_success``, ``on_failure`` and ``on_finish`` are callbacks (a
+        NewJob or a dict of POST /jobs' fields), enqueued when the job
+        succeeds, fails for good, or ends however; ``depends_on`` the ids of
+        existing jobs it waits for (it is stored blocked until each has
+        succeeded), ``on_parent_failure`` what it does if one fails:
+        "cancel" (the default), "fail" or "run" (docs/lifecycle.md)."""
         body = _set(
             url=url,
             payload=payload,
@@ -190,15 +204,61 @@ class Client:
             concurrency_key=concurrency_key,
             concurrency_limit=concurrency_limit,
             ordered=ordered,
+            on_success=job_json(on_success),
+            on_failure=job_json(on_failure),
+            on_finish=job_json(on_finish),
+            depends_on=None if depends_on is None else [{"id": i} for i in depends_on],
+            on_parent_failure=on_parent_failure,
         )
         return PushedJob.from_json(self.request("POST", "/job/" + _seg(category), body=body))
 
     def enqueue_many(self, jobs: Sequence[Union[NewJob, Mapping[str, Any]]]) -> List[PushedJob]:
         """Enqueues up to 1,000 jobs in one transaction (POST /jobs): all are
         stored or none. Each is a NewJob or a dict with POST /jobs' fields.
-        The answers come in the order of jobs."""
+        The answers come in the order of jobs; a job that waits for its
+        parents (depends_on) has ``blocked`` set."""
         body = {"jobs": [j.to_json() if isinstance(j, NewJob) else dict(j) for j in jobs]}
         return [PushedJob.from_json(j) for j in self.request("POST", "/jobs", body=body)["jobs"]]
+
+    def enqueue_batch(
+        self,
+        jobs: Sequence[Union[NewJob, Mapping[str, Any]]],
+        *,
+        on_success: Optional[Union[NewJob, Mapping[str, Any]]] = None,
+        on_finish: Optional[Union[NewJob, Mapping[str, Any]]] = None,
+        meta: Optional[Mapping[str, Any]] = None,
+    ) -> PushedBatch:
+        """Enqueues up to 1,000 jobs in one transaction as a batch (POST /jobs
+        with "batch"). ``on_finish`` is enqueued once, when every job has
+        ended, ``on_success`` once if every job succeeded; their payload
+        carries the batch's counts and ``meta`` (docs/lifecycle.md)."""
+        batch = _set(on_success=job_json(on_success), on_finish=job_json(on_finish), meta=meta)
+        body = {"jobs": [j.to_json() if isinstance(j, NewJob) else dict(j) for j in jobs], "batch": batch}
+        return PushedBatch.from_json(self.request("POST", "/jobs", body=body))
+
+    def batch(self, id: int) -> Batch:
+        """A batch and its counts (GET /batch/{id})."""
+        return Batch.from_json(self.request("GET", f"/batch/{_seg(id)}"))
+
+    def batches_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Batch]:
+        """One page of batches, the newest first (GET /batches)."""
+        d = self.request("GET", "/batches", _set(limit=limit, cursor=cursor))
+        return Page([Batch.from_json(b) for b in d["batches"]], d.get("next_cursor"))
+
+    def batches(self, *, limit: Optional[int] = None) -> Iterator[Batch]:
+        """The batches, newest first, every page (see jobs)."""
+        return self._follow(self.batches_page(limit=limit), lambda c: self.batches_page(limit=limit, cursor=c))
+
+    def blocked_page(self, queue: str, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Job]:
+        """One page of the queue's blocked jobs, lowest id first, each with
+        the parents it waits for in ``flow.waits_for`` (GET /queue/{name}/blocked)."""
+        d = self.request("GET", f"/queue/{_seg(queue)}/blocked", _set(limit=limit, cursor=cursor))
+        return Page([Job.from_json(j) for j in d["jobs"]], d.get("next_cursor"))
+
+    def blocked(self, queue: str, *, limit: Optional[int] = None) -> Iterator[Job]:
+        """The queue's blocked jobs, every page (see jobs)."""
+        first = self.blocked_page(queue, limit=limit)
+        return self._follow(first, lambda c: self.blocked_page(queue, limit=limit, cursor=c))
 
     def jobs_page(
         self,

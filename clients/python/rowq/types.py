@@ -99,10 +99,25 @@ class NewJob:
     concurrency_key: Optional[str] = None
     concurrency_limit: Optional[int] = None
     ordered: Optional[bool] = None
+    # The job's flow (docs/lifecycle.md): callbacks (each a NewJob or a
+    # dict, with no flow of its own) enqueued when it succeeds, fails for
+    # good, or ends however; its parents, each {"index": n} (an earlier job
+    # of the same enqueue_many or enqueue_batch) or {"id": n} (an existing
+    # job); and what it does when a parent fails ("cancel", "fail", "run").
+    on_success: Optional[Union[NewJob, Mapping[str, Any]]] = None
+    on_failure: Optional[Union[NewJob, Mapping[str, Any]]] = None
+    on_finish: Optional[Union[NewJob, Mapping[str, Any]]] = None
+    depends_on: Optional[List[Mapping[str, int]]] = None
+    on_parent_failure: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The body of POST /jobs' element: the fields that are set."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k: job_json(v) for k, v in self.__dict__.items() if v is not None}
+
+
+def job_json(v: Any) -> Any:
+    """A NewJob as its JSON object; any other value as it is."""
+    return v.to_json() if isinstance(v, NewJob) else v
 
 
 @dataclass
@@ -129,6 +144,7 @@ class PushedJob:
     concurrency_key: Optional[str] = None
     concurrency_limit: Optional[int] = None
     ordered: Optional[bool] = None
+    blocked: bool = False  # stored blocked: it waits for its parents
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> PushedJob:
@@ -136,11 +152,64 @@ class PushedJob:
 
 
 @dataclass
+class PushedBatch:
+    """The answer to ``Client.enqueue_batch``: the jobs as stored, in the
+    order given, and the batch's id."""
+
+    batch_id: int
+    jobs: List[PushedJob]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PushedBatch:
+        return cls(int(d["batch_id"]), [PushedJob.from_json(j) for j in d["jobs"]])
+
+
+@dataclass
+class JobFlow:
+    """The flow of a live job (docs/lifecycle.md): the parents it still
+    waits for and the jobs that wait for it (ids, ascending), its batch,
+    the policy of a blocked job, and the callbacks it has. The blocked
+    listing gives ``waits_for`` only."""
+
+    waits_for: List[int]
+    dependents: List[int] = field(default_factory=list)
+    batch_id: Optional[int] = None
+    on_parent_failure: Optional[str] = None
+    callbacks: List[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> JobFlow:
+        return _build(cls, d)
+
+
+@dataclass
+class Batch:
+    """A batch of jobs and its counts; ``finished_at`` is None while jobs
+    are pending, ``meta`` what it was made with (None for none)."""
+
+    id: int
+    total: int
+    pending: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    created_at: datetime
+    finished_at: Optional[datetime] = None
+    meta: Any = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Batch:
+        return _build(cls, d, created_at=parse_time, finished_at=parse_time)
+
+
+@dataclass
 class Job:
     """A stored job: ``status`` is "claimed" (waiting or deferred),
-    "grabbed" (held by ``grabbed_by`` for delivery until ``grabbed_until``)
-    or "leased" (a worker accepted it, until ``grabbed_until``; ``progress``
-    and ``message`` are what its last heartbeat told)."""
+    "grabbed" (held by ``grabbed_by`` for delivery until ``grabbed_until``),
+    "leased" (a worker accepted it, until ``grabbed_until``; ``progress``
+    and ``message`` are what its last heartbeat told) or "blocked" (it
+    waits for its parents: ``flow.waits_for``). ``flow`` is set for a job
+    with callbacks, parents, dependents or a batch."""
 
     id: int
     queue_name: str
@@ -163,10 +232,13 @@ class Job:
     concurrency_key: Optional[str] = None
     concurrency_limit: Optional[int] = None
     ordered: Optional[bool] = None
+    flow: Optional[JobFlow] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:
-        return _build(cls, d, created_at=parse_time, next_try=parse_time, grabbed_until=parse_time)
+        return _build(
+            cls, d, created_at=parse_time, next_try=parse_time, grabbed_until=parse_time, flow=JobFlow.from_json
+        )
 
 
 @dataclass
