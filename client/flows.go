@@ -12,9 +12,10 @@ import (
 // on_finish) and parents (depends_on) are fields of rowqtype.JobRequest,
 // sent by PushJob and PushJobs; PushBatch makes a batch of jobs.
 
-// PushBatch enqueues up to 1,000 jobs in one transaction as a batch
-// (POST /jobs with "batch"): all are stored or none, with the batch,
-// whose callbacks fire once when its last job ends. The answer carries
+// PushBatch enqueues up to 10,000 jobs (within the server's
+// --max-body-bytes) in one transaction as a batch (POST /jobs with
+// "batch"): all are stored or none, with the batch, whose callbacks fire
+// once when its last job ends. The answer carries
 // the jobs in the order given and the batch's id.
 func (c *Client) PushBatch(ctx context.Context, batch *rowqtype.BatchRequest, jobs []*rowqtype.BatchJob) (*rowqtype.PushedJobs, error) {
 	if batch == nil {

@@ -77,7 +77,8 @@ type BatchJob struct {
 }
 
 // JobsRequest is the body of POST /jobs: 1 to 1,000 jobs stored in one
-// transaction, all or none; with Batch, they make a batch.
+// transaction, all or none; with Batch, they make a batch, of up to
+// 10,000 jobs.
 type JobsRequest struct {
 	Jobs  []*BatchJob   `json:"jobs"`
 	Batch *BatchRequest `json:"batch,omitempty"`

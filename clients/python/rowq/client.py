@@ -228,10 +228,11 @@ class Client:
         on_finish: Optional[Union[NewJob, Mapping[str, Any]]] = None,
         meta: Optional[Mapping[str, Any]] = None,
     ) -> PushedBatch:
-        """Enqueues up to 1,000 jobs in one transaction as a batch (POST /jobs
-        with "batch"). ``on_finish`` is enqueued once, when every job has
-        ended, ``on_success`` once if every job succeeded; their payload
-        carries the batch's counts and ``meta`` (docs/lifecycle.md)."""
+        """Enqueues up to 10,000 jobs (within the server's --max-body-bytes)
+        in one transaction as a batch (POST /jobs with "batch").
+        ``on_finish`` is enqueued once, when every job has ended,
+        ``on_success`` once if every job succeeded; their payload carries
+        the batch's counts and ``meta`` (docs/lifecycle.md)."""
         batch = _set(on_success=job_json(on_success), on_finish=job_json(on_finish), meta=meta)
         body = {"jobs": [j.to_json() if isinstance(j, NewJob) else dict(j) for j in jobs], "batch": batch}
         return PushedBatch.from_json(self.request("POST", "/jobs", body=body))
