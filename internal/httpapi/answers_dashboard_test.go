@@ -23,8 +23,10 @@ import (
 // API as a node serves it. Its pages are HTML, rendered with times and
 // random CSRF tokens, so the file shows each by its markers (page): its
 // title, headings, flash, login error, confirmation question, Back and
-// Cancel links, and the forms the user sees with their hidden fields and
-// buttons; a redirect by its Location; cookies by name.
+// Cancel links, the elements a page marks (data-mark: what the pages of
+// lifecycles say of a job or a batch, their links), and the forms the
+// user sees with their hidden fields and buttons; a redirect by its
+// Location; cookies by name.
 
 const (
 	// goldenCSRF is the browser's CSRF cookie (rowq_csrf), which a form
@@ -170,6 +172,8 @@ var (
 	buttonRE = regexp.MustCompile(`(?s)<button type="submit"([^>]*)>(.*?)</button>`)
 	faRE     = regexp.MustCompile(`formaction="([^"]*)"`)
 	tagRE    = regexp.MustCompile(`<[^>]*>`)
+	markRE   = regexp.MustCompile(`<(a|p|td|span|code) ([^>]*)data-mark="([^"]*)"([^>]*)>`)
+	hrefRE   = regexp.MustCompile(`href="([^"]*)"`)
 	// pageMask hides a driver's words, which differ by database.
 	pageMask = regexp.MustCompile(`((?:the database could not be read|retry later): ).*`)
 )
@@ -194,6 +198,16 @@ func (g *golden) page(body []byte) string {
 	}
 	for _, m := range linkRE.FindAllStringSubmatch(b, -1) {
 		out = append(out, m[2]+": "+html.UnescapeString(m[1]))
+	}
+	for _, m := range markRE.FindAllStringSubmatchIndex(b, -1) {
+		// A marked element holds no element of its own kind.
+		tag, attrs := b[m[2]:m[3]], b[m[4]:m[5]]+b[m[8]:m[9]]
+		inner, _, _ := strings.Cut(b[m[1]:], "</"+tag+">")
+		mark := "mark " + b[m[6]:m[7]] + ": " + text(inner)
+		if h := hrefRE.FindStringSubmatch(attrs); h != nil {
+			mark += " -> " + html.UnescapeString(h[1])
+		}
+		out = append(out, mark)
 	}
 	for _, m := range formRE.FindAllStringSubmatch(b, -1) {
 		f := "form " + html.UnescapeString(m[1])
@@ -245,8 +259,9 @@ type uiAction struct {
 
 // dashboard sends the dashboard's pages, its login and every action, good
 // and bad, on a queue ui of its own (paused, two jobs deferred an hour,
-// four failure log entries), a schedule ui-s and a lock ui-l; then with
-// the database down. It comes last, with the dispatcher stopped, so that
+// four failure log entries, a flow: a job with callbacks and a dependent,
+// in a batch), a schedule ui-s and a lock ui-l, and on the history of
+// queue hq (finished()); then with the database down. It comes last, with the dispatcher stopped, so that
 // no delivery changes a page while it runs.
 func (g *golden) dashboard() {
 	t, req := g.t, g.req
@@ -265,10 +280,12 @@ func (g *golden) dashboard() {
 		return j.ID
 	}
 	del, cancel := deferred(), deferred()
+	flow := g.dashboardFlow()
 	req("PUT", "/schedule/ui-s", `{"cron":"0 3 * * *","category":"uic","url":"http://w/s"}`)
 	req("PUT", "/lock/ui-l", `{"owner":"o","ttl":3600}`)
 
 	g.dashboardViews()
+	g.dashboardLifecycle(flow)
 	g.dashboardLogin()
 	cases := []uiAction{
 		{"/ui/queue/{name}/pause", "/ui/queue/ui/pause", ""},
@@ -309,6 +326,62 @@ func (g *golden) dashboardViews() {
 	ui("none", "GET", "/ui/queue/ui", "", &http.Cookie{Name: "rowq_session", Value: "not-a-session"})
 	ui("new browser", "GET", "/ui/style.css", "")
 	ui("new browser", "GET", "/ui/dashboard.js", "")
+}
+
+// dashboardFlow stores, in queue ui, a job A with callbacks and a job B
+// that waits for it, in a batch.
+func (g *golden) dashboardFlow() *store.FlowInserted {
+	t := g.t
+	job := func(payload string) *store.JobInsertParams {
+		return &store.JobInsertParams{Queue: "ui", Category: "uic", URL: "http://w/x", Payload: json.RawMessage(payload)}
+	}
+	fi, err := g.b.st.JobsInsertFlow(t.Context(), &store.FlowInsertParams{
+		Jobs: []*store.FlowJobParams{
+			{Job: job(`{"step":"a"}`), OnSuccess: job(""), OnFinish: job("")},
+			{Job: job(`{"step":"b"}`), DependsOn: []store.FlowParent{{Index: 0}}, OnParentFailure: store.ParentFailureRun},
+		},
+		Batch: &store.BatchParams{Meta: json.RawMessage(`{"who":"<b>ada</b>"}`), OnSuccess: job("")},
+	})
+	if err != nil {
+		t.Fatalf("store a flow in queue ui: %v", err)
+	}
+	return fi
+}
+
+// dashboardLifecycle reads the pages of lifecycles: a live job with its
+// flow, a blocked one, the batches, queue hq's history and its finished
+// jobs, as each kind of requester, and with bad and unknown ids.
+func (g *golden) dashboardLifecycle(flow *store.FlowInserted) {
+	ui := g.ui
+	a, b := fmt.Sprintf("/ui/queue/ui/job/%d", flow.IDs[0]), fmt.Sprintf("/ui/queue/ui/job/%d", flow.IDs[1])
+	batch := fmt.Sprintf("/ui/batch/%d", flow.BatchID)
+	for _, p := range []string{a, "/ui/batches", batch} {
+		for _, who := range []string{"", "reader", "confined", "enqueuer", "none", "bad"} {
+			ui(who, "GET", p, "")
+		}
+	}
+	ui("", "GET", b, "")
+	ui("", "GET", "/ui/queue/hq", "")
+	ui("", "GET", "/ui/queue/hq?status=failed", "")
+	fs, err := g.b.st.FinishedList(g.t.Context(), &store.FinishedListParams{Queue: "hq", Limit: 10})
+	if err != nil || len(fs) != 3 {
+		g.t.Fatalf("queue hq's history: %d rows, %v; want the 3 of finished()", len(fs), err)
+	}
+	for _, f := range fs {
+		ui("", "GET", fmt.Sprintf("/ui/queue/hq/job/%d", f.ID), "")
+	}
+	ui("", "GET", "/ui/queue/hq?before=x", "")
+	ui("", "GET", "/ui/queue/hq?status=done", "")
+	ui("", "GET", "/ui/queue/hq/job/999999", "")
+	ui("", "GET", "/ui/queue/ui/job/999999", "") // keeps no history
+	ui("", "GET", "/ui/queue/ui/job/x", "")
+	ui("", "GET", "/ui/queue/a%20b/job/1", "")
+	ui("", "GET", "/ui/queue/nope/job/1", "")
+	ui("confined", "GET", "/ui/queue/nope/job/1", "") // refused before the read
+	ui("", "GET", "/ui/batch/999999", "")
+	ui("", "GET", "/ui/batch/x", "")
+	ui("", "GET", "/ui/batches?before=x", "")
+	ui("", "GET", "/ui/batches?before=999999", "")
 }
 
 // dashboardLogin logs in and out, good and bad; it leaves the sessions
@@ -432,7 +505,7 @@ func (g *golden) dashboardDown() {
 	g.b = b
 	g.label = "database down"
 	ui := g.ui
-	for _, p := range []string{"/ui", "/ui/queue/q", "/ui/outbox"} {
+	for _, p := range []string{"/ui", "/ui/queue/q", "/ui/outbox", "/ui/queue/q/job/1", "/ui/batches", "/ui/batch/1"} {
 		ui("", "GET", p, "")
 	}
 	ui("reader", "GET", "/ui", "")

@@ -73,6 +73,11 @@ var routeDecisions = map[string]routeAuth{
 	"POST /ui/schedule/{name}/pause": dashAction, "POST /ui/schedule/{name}/resume": dashAction, "POST /ui/schedule/{name}/trigger": dashAction,
 	"POST /ui/lock/{name}/release": {scopes: "read&locks", login: true, form: true},
 
+	// A job's page is its queue's; batches span queues (as GET /batches).
+	"GET /ui/queue/{name}/job/{id}": {scopes: "read", login: true},
+	"GET /ui/batches":               {scopes: "read", login: true, allQueues: true},
+	"GET /ui/batch/{id}":            {scopes: "read", login: true, allQueues: true},
+
 	"PUT /lock/{name}": {scopes: "locks"}, "POST /lock/{name}/renew": {scopes: "locks"}, "DELETE /lock/{name}": {scopes: "locks"},
 	"GET /lock/{name}": {scopes: "read|locks"}, "GET /locks": {scopes: "read|locks"},
 

@@ -449,7 +449,8 @@ func (c *realRun) pullQueue() {
 	c.call("DELETE", "/queue/pq", "", 200)
 }
 
-// dashboardPages reads q's stats, then the dashboard's pages, and logs in
+// dashboardPages reads q's stats, then the dashboard's pages (with a job
+// of q deferred an hour in a batch, stored for its pages), and logs in
 // and out.
 func (c *realRun) dashboardPages() {
 	form := dashboardForm()
@@ -457,6 +458,16 @@ func (c *realRun) dashboardPages() {
 	c.call("GET", "/ui", "", 200)
 	c.call("GET", "/ui/outbox", "", 200)
 	c.call("GET", "/ui/queue/q", "", 200)
+	fi, err := c.node.Store().JobsInsertFlow(c.t.Context(), &store.FlowInsertParams{
+		Jobs:  []*store.FlowJobParams{{Job: &store.JobInsertParams{Queue: "q", Category: "c", URL: c.w.URL, RunAfter: time.Hour}}},
+		Batch: &store.BatchParams{},
+	})
+	if err != nil {
+		c.t.Fatalf("store a job in a batch: %v", err)
+	}
+	c.call("GET", fmt.Sprintf("/ui/queue/q/job/%d", fi.IDs[0]), "", 200)
+	c.call("GET", "/ui/batches", "", 200)
+	c.call("GET", fmt.Sprintf("/ui/batch/%d", fi.BatchID), "", 200)
 	c.call("GET", "/ui/queue/nope", "", 404)
 	c.call("GET", "/ui/queue/-%20", "", 400)
 	c.call("GET", "/ui/style.css", "", 200)

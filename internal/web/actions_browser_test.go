@@ -188,3 +188,41 @@ func TestDashboard_InChromiumLive(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestDashboard_InChromiumLiveKeepsItsPage: a page of a paged or filtered
+// table (a queue's failed finished jobs) refreshes at its own place: a job
+// that failed shows without a reload, one that succeeded does not.
+func TestDashboard_InChromiumLiveKeepsItsPage(t *testing.T) {
+	browser := browsertest.New(t)
+	nb := setupNode(t, "sqlite")
+	ctx := context.Background()
+	if _, err := nb.st.QueuePut(ctx, &store.Queue{Name: "mail", PollingInterval: 200, MaxWorkers: 2, Paused: true, KeepFinished: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	tab := browsertest.Incognito(t, browser)
+	browsertest.Do(t, tab, chromedp.Navigate(nb.base+"/ui"))
+	logIn(t, tab, nb.tokens["reader"], "#logout")
+	browsertest.Do(t, tab, chromedp.Navigate(nb.base+"/ui/queue/mail?status=failed"), chromedp.WaitVisible(chromedp.CSS("#finished")))
+	browsertest.Get(t, tab, chromedp.Evaluate[bool](`window.rowqTestMark = true`))
+	if _, err := nb.st.JobsGrab(ctx, &store.JobsGrabParams{Queue: "mail", Node: "n1", Limit: 2, Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ok, bad := nb.jobs[0], nb.jobs[1]
+	if _, err := nb.st.JobsComplete(ctx, &store.JobsCompleteParams{Node: "n1", IDs: []int64{ok}, Keep: []store.FinishNote{{ID: ok}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nb.st.JobFail(ctx, &store.JobFailParams{ID: bad, Node: "n1", Status: "permanent-failure", Message: "no", Keep: true}); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(tab, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wait, chromedp.WaitVisible(chromedp.CSS("#finished-"+itoa(bad)))); err != nil {
+		t.Fatalf("the failed job did not show within 15 s without a reload: %v", err)
+	}
+	if !browsertest.Get(t, tab, chromedp.Evaluate[bool](`window.rowqTestMark === true`)) {
+		t.Error("the page was reloaded, not updated in place")
+	}
+	if browsertest.Get(t, tab, chromedp.Evaluate[bool](`document.getElementById("finished-`+itoa(ok)+`") !== null`)) {
+		t.Error("the refresh of the failed jobs' page shows a job that succeeded: it fetched the page without its query")
+	}
+}

@@ -1,7 +1,8 @@
 // Package web serves rowq's dashboard: HTML pages, rendered on the server
 // from the store, that show the queues with their statistics, charts of
 // their last hour (chart.go) and dispatching node, one queue's jobs and
-// failure log, the schedules, the locks and the outbox's rejects
+// failure log, blocked jobs and history, a job's page with its flow, the
+// batches (flows.go), the schedules, the locks and the outbox's rejects
 // (outbox.go), with buttons that act on them (actions.go). It is for a
 // human looking after a cluster; everything it shows and does is also in
 // the JSON API (docs/api.md), which is what scripts use, and each action is
@@ -19,6 +20,7 @@ package web
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -44,10 +46,15 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
-	"rate":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-	"short": func(b []byte) string { return shorten(string(b), 120) },
-	"list":  func(v ...any) []any { return v },
-	"act":   newActForm,
+	"rate":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"short":   func(b []byte) string { return shorten(string(b), 120) },
+	"pretty":  pretty,
+	"bar":     progressOf,
+	"add":     func(a, b int) int { return a + b },
+	"first":   firstIDs,
+	"percent": func(f *float64) float64 { return *f * 100 },
+	"list":    func(v ...any) []any { return v },
+	"act":     newActForm,
 }).ParseFS(files, "templates/*.html"))
 
 // actForm is the form of an action's button on a page.
@@ -68,12 +75,15 @@ func newActForm(action, label, back, csrf string, hidden ...any) actForm {
 }
 
 // Store is what the dashboard reads: queues with their statistics and
-// leaders, their jobs and failure logs, the worker hosts their leaders
-// slow down or hold back, schedules and locks.
+// leaders, their jobs, failure logs and histories, flows and batches, the
+// worker hosts their leaders slow down or hold back, schedules and locks.
 type Store interface {
 	store.QueueStore
 	store.StatsStore
 	store.InspectStore
+	store.JobStore
+	store.FinishedStore
+	store.FlowStore
 	store.ScheduleStore
 	store.LockStore
 	store.NodeStore
@@ -110,7 +120,8 @@ type Config struct {
 // pages need a login or a token, the login page and the style sheet are
 // open, and every POST checks its CSRF token.
 var Routes = func() []string {
-	r := []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css", "GET /ui/dashboard.js", "GET /ui/outbox"}
+	r := []string{"GET /ui", "GET /ui/queue/{name}", "GET /ui/login", "POST /ui/login", "POST /ui/logout", "GET /ui/style.css", "GET /ui/dashboard.js", "GET /ui/outbox",
+		"GET /ui/queue/{name}/job/{id}", "GET /ui/batches", "GET /ui/batch/{id}"}
 	for _, a := range actions {
 		r = append(r, a.pattern)
 	}
@@ -135,6 +146,9 @@ func Handler(cfg Config) http.Handler {
 		mux.HandleFunc(a.pattern, d.act(a))
 	}
 	mux.HandleFunc("GET /ui/outbox", d.guard(d.outbox))
+	mux.HandleFunc("GET /ui/queue/{name}/job/{id}", d.guard(d.job))
+	mux.HandleFunc("GET /ui/batches", d.guard(d.batches))
+	mux.HandleFunc("GET /ui/batch/{id}", d.guard(d.batch))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The only script is this dashboard's own file, which fetches
@@ -258,26 +272,17 @@ func (d *dashboard) overview(w http.ResponseWriter, r *http.Request) {
 
 func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	name := r.PathValue("name")
-	if d.cfg.CheckName != nil {
-		if err := d.cfg.CheckName("name", name); err != nil {
-			d.message(w, r, http.StatusBadRequest, err.Error())
-			return
-		}
-	}
-	// Refused before the read, so that the answer says nothing of
-	// whether another tenant's queue exists.
-	if g := auth.FromContext(ctx); !g.Queue(name) {
-		d.message(w, r, http.StatusForbidden, g.QueueError("queue "+strconv.Quote(name)).Error())
+	name, ok := d.queueName(w, r)
+	if !ok {
 		return
 	}
-	q, err := d.cfg.Store.QueueGet(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		d.message(w, r, http.StatusNotFound, "queue "+name+" does not exist")
-		return
-	}
+	hp, err := historyParams(r, name)
 	if err != nil {
-		d.fail(w, r, err)
+		d.message(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	q, ok := d.queueOf(w, r, name)
+	if !ok {
 		return
 	}
 	st, err := d.cfg.Store.StatsGet(ctx, &store.StatsGetParams{Queue: name, Fresh: stats.Fresh})
@@ -311,11 +316,50 @@ func (d *dashboard) queue(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "queue.html", map[string]any{
+	data := map[string]any{
 		"Title": "rowq: " + name, "Queue": q, "Stats": s, "Leader": leader, "WorkerHosts": hosts,
 		"Grabbed": jobs[store.JobsGrabbed], "Waiting": jobs[store.JobsWaiting], "Deferred": jobs[store.JobsDeferred],
 		"Failed": failed, "Limit": listLimit, "Live": true, "Charts": d.charts(name, s.StatsCounters),
-	})
+	}
+	if err := d.queueFlows(ctx, q, hp, data); err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "queue.html", data)
+}
+
+// queueName returns the queue name of the request's path, or answers
+// 400 for a bad one and 403 for one outside a confined token's queues.
+func (d *dashboard) queueName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if d.cfg.CheckName != nil {
+		if err := d.cfg.CheckName("name", name); err != nil {
+			d.message(w, r, http.StatusBadRequest, err.Error())
+			return "", false
+		}
+	}
+	// Refused before the read, so that the answer says nothing of
+	// whether another tenant's queue exists.
+	if g := auth.FromContext(r.Context()); !g.Queue(name) {
+		d.message(w, r, http.StatusForbidden, g.QueueError("queue "+strconv.Quote(name)).Error())
+		return "", false
+	}
+	return name, true
+}
+
+// queueOf returns queue name, or answers 404 when it does not exist and
+// 503 when the database cannot say.
+func (d *dashboard) queueOf(w http.ResponseWriter, r *http.Request, name string) (*store.Queue, bool) {
+	q, err := d.cfg.Store.QueueGet(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		d.message(w, r, http.StatusNotFound, "queue "+name+" does not exist")
+		return nil, false
+	}
+	if err != nil {
+		d.fail(w, r, err)
+		return nil, false
+	}
+	return q, true
 }
 
 // chartWindow is the span the charts of a queue's page show.
@@ -367,6 +411,16 @@ func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(b.Bytes())
+}
+
+// pretty returns JSON indented for a page, or as it is when it is not
+// JSON.
+func pretty(b []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return string(b)
+	}
+	return out.String()
 }
 
 // shorten cuts s to at most n runes, marking the cut.

@@ -10,15 +10,16 @@
   const live = document.getElementById("live");
   const dialog = document.getElementById("confirm-dialog");
 
-  // refresh fetches this page again and swaps each live section whose
-  // user is not busy in it (a ticked box, the focus).
+  // refresh fetches this page again, at the same place of its paged
+  // tables (its query: ?after=, ?before=, ?status=), and swaps each live
+  // section whose user is not busy in it (a ticked box, the focus).
   async function refresh() {
     if (document.hidden || (dialog && dialog.open)) {
       return;
     }
     let res;
     try {
-      res = await fetch(location.pathname, { cache: "no-store", credentials: "same-origin" });
+      res = await fetch(location.pathname + location.search, { cache: "no-store", credentials: "same-origin" });
     } catch (e) {
       live.textContent = "update failed: " + e.message;
       return;
