@@ -64,15 +64,20 @@ func nullBytes(b []byte) any {
 }
 
 // completeKept is JobsComplete for a batch of which some jobs keep their
-// history: in one transaction it locks the held rows of those jobs, writes
-// their history, deletes the batch's jobs without a flow with JobsComplete's
-// statement and, when that left some, ends the others (completeFlow).
+// history: in one transaction it copies the held rows of those jobs into
+// the history (INSERT … SELECT: the rows do not travel to rowq and back),
+// writes the notes that have a message or a result, and deletes the batch
+// with JobsComplete's statement.
 func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (int64, store.FlowDone, error) {
-	notes := make(map[int64]store.FinishNote, len(p.Keep))
 	keep := make([]int64, 0, len(p.Keep))
+	written := make(map[int64]bool, len(p.Keep))
+	var noted []store.FinishNote
 	for _, k := range p.Keep {
-		notes[k.ID] = k
 		keep = append(keep, k.ID)
+		written[k.ID] = true
+		if k.Message != "" || len(k.Result) > 0 {
+			noted = append(noted, k)
+		}
 	}
 	var (
 		n    int64
@@ -81,24 +86,16 @@ func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (
 	err := retry(ctx, func() error {
 		done = store.FlowDone{}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
-			var now time.Time
-			jobs, err := sqldb.QueryAll(ctx, tx, func(sc sqldb.Scanner) (*store.Job, error) { return scanJob(sc, &now) },
-				`/* rowq:jobs.complete */ SELECT `+jobCols+`, NOW(6) FROM jobs FORCE INDEX (PRIMARY)
-				WHERE id IN (`+sqldb.Placeholders(len(keep))+`) AND state = 'grabbed' AND grabbed_by = ? FOR UPDATE`,
-				append(idArgs(keep), p.Node)...)
-			if err != nil {
+			if _, err := tx.ExecContext(ctx, copySucceededSQL(len(keep)), append(idArgs(keep), p.Node)...); err != nil {
 				return err
 			}
-			fs := make([]*store.FinishedJob, len(jobs))
-			written := make(map[int64]bool, len(jobs))
-			for i, j := range jobs {
-				note := notes[j.ID]
-				fs[i] = store.FinishedOf(j, store.FinishedSucceeded, note.Message, note.Result, now)
-				written[j.ID] = true
+			if len(noted) > 0 {
+				q, args := notesSQL(noted)
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					return err
+				}
 			}
-			if err := insertFinished(ctx, tx, fs...); err != nil {
-				return err
-			}
+			var err error
 			n, err = sqldb.Affected(tx.ExecContext(ctx, completeHeldSQL(len(p.IDs)),
 				append(idArgs(p.IDs), store.StateGrabbed, p.Node)...))
 			if err != nil || n >= int64(len(p.IDs)) {
@@ -110,6 +107,40 @@ func (s *Store) completeKept(ctx context.Context, p *store.JobsCompleteParams) (
 		})
 	})
 	return n, done, mapErr(err)
+}
+
+// copySucceededSQL copies n jobs, where the node (the last argument)
+// still holds them, into the history as succeeded now, as
+// store.FinishedOf writes a held job: attempts fail_count + 1, started at
+// its next_try, no message or result yet (notesSQL).
+func copySucceededSQL(n int) string {
+	return `/* rowq:jobs.complete */ INSERT INTO finished_jobs (` + finishedCols + `)
+		SELECT id, queue_name, category, url, payload, 'succeeded', fail_count + 1, created_at, next_try, NOW(6), '', NULL
+		FROM jobs FORCE INDEX (PRIMARY) WHERE id IN (` + sqldb.Placeholders(n) + `) AND state = 'grabbed' AND grabbed_by = ?
+		ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), category = VALUES(category), url = VALUES(url),
+		payload = VALUES(payload), status = VALUES(status), attempts = VALUES(attempts), created_at = VALUES(created_at),
+		started_at = VALUES(started_at), finished_at = VALUES(finished_at), message = VALUES(message), result = VALUES(result)`
+}
+
+// notesSQL writes the message and result of each of notes into its
+// history row, in one statement.
+func notesSQL(notes []store.FinishNote) (string, []any) {
+	var msg, res strings.Builder
+	args := make([]any, 0, 5*len(notes))
+	for _, nt := range notes {
+		msg.WriteString(" WHEN ? THEN ?")
+		args = append(args, nt.ID, nt.Message)
+	}
+	for _, nt := range notes {
+		res.WriteString(" WHEN ? THEN ?")
+		args = append(args, nt.ID, nullBytes(nt.Result))
+	}
+	for _, nt := range notes {
+		args = append(args, nt.ID)
+	}
+	return `/* rowq:jobs.complete */ UPDATE finished_jobs FORCE INDEX (PRIMARY)
+		SET message = CASE id` + msg.String() + ` END, result = CASE id` + res.String() + ` END
+		WHERE id IN (` + sqldb.Placeholders(len(notes)) + `)`, args
 }
 
 // completeFlow ends, in tx, those of p.IDs that p.Node still holds and
