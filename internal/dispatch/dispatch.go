@@ -71,6 +71,9 @@ const ackGap = 6 * time.Millisecond
 type Config struct {
 	Store  Store
 	Logger *slog.Logger
+	// Pruned, when not nil, is told how many history rows each prune of a
+	// queue's finished jobs deleted (finished.go): /metrics counts them.
+	Pruned func(n int64)
 	// Node is this process's node id; Host the address it is reached at.
 	Node, Host string
 	// Client delivers jobs; per-job timeouts come from the job. Its

@@ -53,6 +53,9 @@ func (d *Dispatcher) pruneFinished() {
 	d.mu.Unlock()
 	for _, q := range keep {
 		n, err := d.pruneQueue(q)
+		if n > 0 && d.cfg.Pruned != nil {
+			d.cfg.Pruned(n)
+		}
 		switch {
 		case err != nil:
 			d.log.Warn("prune finished jobs failed", "queue", q.Name, "pruned", n, "err", err)

@@ -109,16 +109,17 @@ func (b *blockingPrune) FinishedPrune(context.Context, *store.FinishedPruneParam
 	b.calls.Add(1)
 	b.entered <- struct{}{}
 	<-b.release
-	return 0, nil
+	return 7, nil
 }
 
 // TestPruneLater_InTheBackgroundOneAtATime: the leadership loop starts the
 // prune and goes on (a prune of a large history takes tens of seconds);
 // while one runs, the next minute's does not start a second; Stop waits
-// for it.
+// for it. The rows pruned are told to Config.Pruned (/metrics).
 func TestPruneLater_InTheBackgroundOneAtATime(t *testing.T) {
 	st := &blockingPrune{Store: dbtest.Open(t, "sqlite"), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	d := New(Config{Store: st, Node: "n1"})
+	var told atomic.Int64
+	d := New(Config{Store: st, Node: "n1", Pruned: func(n int64) { told.Add(n) }})
 	r := &runner{}
 	r.settings.Store(&store.Queue{Name: "q", KeepFinished: 60})
 	d.runners["q"] = r
@@ -134,6 +135,9 @@ func TestPruneLater_InTheBackgroundOneAtATime(t *testing.T) {
 	d.pruning.Wait()
 	if got := st.calls.Load(); got != 1 {
 		t.Fatalf("%d prunes ran, want 1", got)
+	}
+	if got := told.Load(); got != 7 {
+		t.Fatalf("Pruned told %d rows, want the 7 pruned", got)
 	}
 	delete(d.runners, "q")
 	d.Stop(context.Background())

@@ -285,7 +285,10 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 		return nil, err
 	}
 	peers := notify.New(s.nudges(keys.node))
-	disp := s.newDispatcher(keys.lease, st, peers, tracer)
+	// Counts of the jobs' lifecycle: flows (the store tells, below) and
+	// the history's prunes (the dispatcher tells).
+	flows := metrics.NewFlows()
+	disp := s.newDispatcher(keys.lease, st, peers, tracer, flows.Pruned)
 	enq := enqueue.New(enqueue.Config{
 		Store:         s.store,
 		Logger:        s.log,
@@ -297,7 +300,6 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 	})
 	// Ending a job with a flow makes callbacks and released dependents
 	// due, in any queue: the store tells after the commit.
-	flows := metrics.NewFlows()
 	s.store.FlowWatch(func(d store.FlowDone) {
 		flows.Add(d)
 		enq.FlowDone(d.Queues)
@@ -362,7 +364,7 @@ func (s *Server) build(keys nodeKeys, verifier *auth.Verifier) ([]service, error
 
 // newDispatcher makes the node's dispatcher, which advertises the
 // configured host, or else the address the API listens on.
-func (s *Server) newDispatcher(leaseKey string, st *stats.Recorder, peers *notify.Nudger, tracer *tracing.Tracer) *dispatch.Dispatcher {
+func (s *Server) newDispatcher(leaseKey string, st *stats.Recorder, peers *notify.Nudger, tracer *tracing.Tracer, pruned func(int64)) *dispatch.Dispatcher {
 	cfg := s.cfg
 	host := cfg.AdvertiseHost
 	if host == "" {
@@ -388,6 +390,7 @@ func (s *Server) newDispatcher(leaseKey string, st *stats.Recorder, peers *notif
 		Nudger:          peers,
 		Tracer:          tracer,
 		MaxResultBytes:  cfg.MaxResultBytes,
+		Pruned:          pruned,
 	})
 }
 
