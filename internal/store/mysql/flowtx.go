@@ -23,11 +23,6 @@ import (
 type flowTx struct {
 	tx *sql.Tx
 	s  *Store
-	// edges are the edges from the jobs edgesOf to their dependents, read
-	// by FlowsOf with their flow rows, for FlowChildren, which store.FlowEnd
-	// calls next with the same ids: one round trip less.
-	edges   []flowEdge
-	edgesOf []int64
 	// blocked are the ended jobs that were blocked: the only ones with
 	// edges to parents (a job is released once its parents all ended, and
 	// each parent's end deletes its edges), which FlowForget deletes.
@@ -56,14 +51,14 @@ func (s *Store) endFlows(ctx context.Context, tx *sql.Tx, ended ...store.FlowEnd
 
 const jobFlowCols = "job_id, batch_id, on_success, on_failure, on_finish, pending, on_parent_failure"
 
-// scanJobFlow scans extra, then the jobFlowCols of one row.
-func scanJobFlow(sc sqldb.Scanner, extra ...any) (*store.JobFlow, error) {
+// scanJobFlow scans the jobFlowCols of one row.
+func scanJobFlow(sc sqldb.Scanner) (*store.JobFlow, error) {
 	var (
 		f                   store.JobFlow
 		batch               sql.NullInt64
 		success, fail, fini []byte
 	)
-	if err := sc.Scan(append(extra, &f.JobID, &batch, &success, &fail, &fini, &f.Pending, &f.OnParentFailure)...); err != nil {
+	if err := sc.Scan(&f.JobID, &batch, &success, &fail, &fini, &f.Pending, &f.OnParentFailure); err != nil {
 		return nil, err
 	}
 	f.BatchID = batch.Int64
@@ -78,58 +73,27 @@ func scanJobFlow(sc sqldb.Scanner, extra ...any) (*store.JobFlow, error) {
 	return &f, err
 }
 
-// FlowsOf reads the flow rows of ids, and in the same statement their
-// edges to dependents, kept for FlowChildren. The caller holds the jobs
-// (it ended them), and the writers of a flow row or of a parent's edges
-// hold its job: a plain read.
+// FlowsOf reads the flow rows of ids. The caller holds the jobs (it ended
+// them), and the writers of a flow row hold its job: a plain read.
 func (f *flowTx) FlowsOf(ctx context.Context, ids []int64) ([]*store.JobFlow, error) {
-	in := sqldb.Placeholders(len(ids))
-	rows, err := f.tx.QueryContext(ctx, `/* rowq:flow.flows_of */ SELECT 0, `+jobFlowCols+` FROM job_flows WHERE job_id IN (`+in+`)
-		UNION ALL SELECT 1, parent_id, child_id, NULL, NULL, NULL, 0, '' FROM job_deps WHERE parent_id IN (`+in+`)`,
-		idArgs(ids, idArgs(ids)...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var flows []*store.JobFlow
-	f.edges, f.edgesOf = nil, nil
-	for rows.Next() {
-		var edge bool
-		jf, err := scanJobFlow(rows, &edge)
-		if err != nil {
-			return nil, err
-		}
-		if edge {
-			f.edges = append(f.edges, flowEdge{parent: jf.JobID, child: jf.BatchID})
-		} else {
-			flows = append(flows, jf)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	f.edgesOf = slices.Clone(ids)
-	return flows, nil
+	return sqldb.QueryAll(ctx, f.tx, scanJobFlow, `/* rowq:flow.flows_of */ SELECT `+jobFlowCols+` FROM job_flows
+		WHERE job_id IN (`+sqldb.Placeholders(len(ids))+`)`, idArgs(ids)...)
 }
 
-// FlowChildren takes the edges of parents (FlowsOf's, or read: a plain
-// read, as there), then locks the children still blocked, ascending, each
+// FlowChildren reads the edges of parents (a plain read: the writers of a
+// parent's edges hold its job, which the caller holds), then locks the children still blocked, ascending, each
 // job row then its flow row (STRAIGHT_JOIN: jobs first, by primary key).
 // Every writer of a flow row holds its job row first, so taking both in
 // one statement orders the locks as two statements would.
 func (f *flowTx) FlowChildren(ctx context.Context, parents []int64) ([]store.FlowChild, error) {
-	edges := f.edges
-	if !slices.Equal(parents, f.edgesOf) {
-		var err error
-		edges, err = sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (flowEdge, error) {
-			var e flowEdge
-			err := sc.Scan(&e.parent, &e.child)
-			return e, err
-		}, `/* rowq:flow.children */ SELECT parent_id, child_id FROM job_deps
-			WHERE parent_id IN (`+sqldb.Placeholders(len(parents))+`)`, idArgs(parents)...)
-		if err != nil {
-			return nil, err
-		}
+	edges, err := sqldb.QueryAll(ctx, f.tx, func(sc sqldb.Scanner) (flowEdge, error) {
+		var e flowEdge
+		err := sc.Scan(&e.parent, &e.child)
+		return e, err
+	}, `/* rowq:flow.children */ SELECT parent_id, child_id FROM job_deps
+		WHERE parent_id IN (`+sqldb.Placeholders(len(parents))+`)`, idArgs(parents)...)
+	if err != nil {
+		return nil, err
 	}
 	if len(edges) == 0 {
 		return nil, nil
