@@ -15,6 +15,7 @@ import (
 	"github.com/rowq/rowq/internal/auth"
 	"github.com/rowq/rowq/internal/bench"
 	"github.com/rowq/rowq/internal/config"
+	"github.com/rowq/rowq/internal/gctune"
 	"github.com/rowq/rowq/internal/server"
 	"github.com/rowq/rowq/internal/store"
 )
@@ -130,6 +131,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	o.Server = *target
 	if o.Server == "" {
+		gctune.Floor(gctune.DefaultFloor) // the node in this process, as rowq serve
 		if *dbURL == "" {
 			dir, err := os.MkdirTemp("", "rowq-bench")
 			if err != nil {

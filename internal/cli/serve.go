@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rowq/rowq/internal/gctune"
 	"github.com/rowq/rowq/internal/server"
 )
 
@@ -18,6 +19,7 @@ func serveCmd(args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	gctune.Floor(gctune.DefaultFloor)
 	reload := make(chan os.Signal, 1)
 	if cfg.TLSCert != "" {
 		signal.Notify(reload, syscall.SIGHUP)
