@@ -10,6 +10,8 @@
 #   allocs.prof   the node's allocations (whole life of the process: go tool pprof -sample_index=alloc_objects)
 #   allocs.txt    its allocation counts (Mallocs, TotalAlloc, NumGC)
 #   summary.txt   jobs/s and CPU seconds per 1,000 jobs of the node, mariadbd and qbench
+# With ROWQ_BLOCK_PROFILE=1 it writes block.prof too: every time a goroutine of the node
+# blocked on a channel, a select or a lock (go tool pprof -sample_index=contentions).
 # With STRACE=1 it counts the node's system calls per job instead (strace -c -f), which
 # slows the node: its rate is then not comparable.
 set -euo pipefail
@@ -48,6 +50,7 @@ n=${N:-30000}
 if [ "${STRACE:-}" = 1 ]; then kill -INT "${PIDS[-1]}"; fi
 wait "${PIDS[-1]}" 2>/dev/null || true
 curl -fs "http://127.0.0.1:$pp/debug/pprof/allocs" -o "$out/allocs.prof"
+[ "${ROWQ_BLOCK_PROFILE:-}" = 1 ] && curl -fs "http://127.0.0.1:$pp/debug/pprof/block" -o "$out/block.prof"
 curl -fs "http://127.0.0.1:$pp/debug/pprof/allocs?debug=1" | sed -n 's/^# \(Mallocs\|TotalAlloc\|NumGC\) = \(.*\)/\1 \2/p' >"$out/allocs.txt"
 python3 - "$T/q.json" "$n" "$out/allocs.txt" <<'PY' | tee "$out/summary.txt"
 import json, sys

@@ -92,7 +92,7 @@ func (r *runner) ack(ctx context.Context, j ackItem, now bool) error {
 // no slot, so a crash may redeliver, beside max_workers jobs in slots, as
 // many acknowledged later; beyond that many pending (runner.acking), it
 // is not done in the background.
-func (r *runner) ackLater(log *slog.Logger, j ackItem, elapsed time.Duration) bool {
+func (r *runner) ackLater(log func() *slog.Logger, j ackItem, elapsed time.Duration) bool {
 	max := int64(r.settings.Load().MaxWorkers)
 	for {
 		n := r.acking.Load()
@@ -108,7 +108,7 @@ func (r *runner) ackLater(log *slog.Logger, j ackItem, elapsed time.Duration) bo
 	go func() {
 		defer d.acks.Done()
 		defer r.acking.Add(-1)
-		err := d.retryStore(log, "acknowledge job", func(ctx context.Context) error {
+		err := d.retryStoreWithin(log, "acknowledge job", 0, func(ctx context.Context) error {
 			_, err := d.complete.Do(ctx, j)
 			return err
 		})
@@ -129,9 +129,16 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	d.cfg.Stats.Busy(r.name, 1)
 	defer d.cfg.Stats.Busy(r.name, -1)
 	began := time.Now()
-	ctx, cancel := context.WithCancelCause(d.deliverCtx)
+	// Not derived from deliverCtx: a child of a context that every
+	// delivery shares would register with it, under its lock, at each
+	// start and end. The hard stop cancels the deliveries it finds
+	// (stopHard); one stored after that sees deliverCtx ended.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	dl := &delivery{cancel: cancel}
 	d.deliveries.Store(j.ID, dl)
+	if d.deliverCtx.Err() != nil {
+		cancel(context.Canceled)
+	}
 	traced, span := d.cfg.Tracer.Deliver(ctx, r.name, j)
 	res := deliver(traced, &d.cfg, j, d.leaseToken(j.ID, j.Grabs))
 	span.Delivered(res.Status, res.Code, res.Message)
@@ -142,10 +149,11 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	if d.deliverCtx.Err() != nil {
 		return false // hard stop: the grab expires and the job is delivered again
 	}
-	log := r.logger().With("job_id", j.ID)
+	jl := jobLog{r: r, id: j.ID}
+	log := jl.get
 	if aborted {
 		r.flow.observe(j, nil, began, began.Add(elapsed), 0, nil)
-		log.Debug("delivery aborted: the job was cancelled")
+		log().Debug("delivery aborted: the job was cancelled")
 		return false // the cancel removed the job
 	}
 	q := r.settings.Load()
@@ -165,7 +173,7 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	case res.Defer != nil:
 		// The worker asked to come back later: no retry is spent.
 		outcome = stats.Failure
-		log.Debug("worker busy; job deferred", "code", res.Code, "delay", *res.Defer, "deferrals", j.Deferrals+1)
+		log().Debug("worker busy; job deferred", "code", res.Code, "delay", *res.Defer, "deferrals", j.Deferrals+1)
 		err = d.retryStore(log, "defer job", func(ctx context.Context) error {
 			n, err := d.cfg.Store.JobsDefer(ctx, &store.JobsDeferParams{Node: d.cfg.Node, Jobs: []store.JobDelay{{ID: j.ID, Delay: *res.Defer}}, Count: true})
 			if err == nil && n == 0 {
@@ -177,9 +185,9 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 	case res.Status == StatusAccepted:
 		// Counted when the worker completes it (Dispatcher.Complete); its
 		// worker slot comes free now.
-		log.Debug("job accepted", "lease", res.Lease)
+		log().Debug("job accepted", "lease", res.Lease)
 		if err := r.accept(j, res.Lease); err != nil && d.deliverCtx.Err() == nil {
-			log.Warn("job was taken from this node before its acceptance was recorded; it will be delivered again", "err", err)
+			log().Warn("job was taken from this node before its acceptance was recorded; it will be delivered again", "err", err)
 		}
 		r.later() // its lease runs out some day
 		return true
@@ -190,20 +198,20 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 		if waits && !j.Ordered && r.ackLater(log, a, elapsed) {
 			return false
 		}
-		err = d.retryStore(log, "acknowledge job", func(ctx context.Context) error { return r.ack(ctx, a, waits) })
+		err = d.retryStoreWithin(log, "acknowledge job", 0, func(ctx context.Context) error { return r.ack(ctx, a, waits) })
 	case res.Status == StatusFailure && j.FailCount < j.MaxRetries:
 		outcome = stats.Failure
 		delay := retryDelay(j, j.FailCount+1, rand.Float64())
 		if res.RetryAfter != nil {
 			delay = *res.RetryAfter
 		}
-		log.Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
+		log().Debug("job failed; will retry", "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1, "delay", delay)
 		err = d.retryStore(log, "retry job", func(ctx context.Context) error {
 			return d.cfg.Store.JobRetry(ctx, &store.JobRetryParams{ID: j.ID, Node: d.cfg.Node, Delay: delay})
 		})
 		r.later()
 	default:
-		log.Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
+		log().Info("job failed", "status", res.Status, "code", res.Code, "message", res.Message, "fail_count", j.FailCount+1)
 		err = d.retryStore(log, "fail job", func(ctx context.Context) error {
 			_, err := d.cfg.Store.JobFail(ctx, &store.JobFailParams{ID: j.ID, Node: d.cfg.Node, Status: res.Status, Code: res.Code, Message: res.Message, Keep: q.KeepFinished > 0})
 			return err
@@ -215,11 +223,26 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 
 // recorded counts a delivery whose outcome the store recorded (err nil):
 // a delivery whose outcome was lost is delivered, and counted, again.
-func (r *runner) recorded(log *slog.Logger, outcome stats.Outcome, elapsed time.Duration, err error) {
+func (r *runner) recorded(log func() *slog.Logger, outcome stats.Outcome, elapsed time.Duration, err error) {
 	switch {
 	case err == nil:
 		r.d.cfg.Stats.Delivered(r.name, outcome, elapsed)
 	case r.d.deliverCtx.Err() == nil:
-		log.Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
+		log().Warn("job was taken from this node before its outcome was recorded; it will be delivered again", "err", err)
 	}
+}
+
+// jobLog is the runner's logger with a job's id, made when first asked
+// for: most deliveries log nothing, and slog's With costs allocations.
+type jobLog struct {
+	r  *runner
+	id int64
+	l  *slog.Logger
+}
+
+func (jl *jobLog) get() *slog.Logger {
+	if jl.l == nil {
+		jl.l = jl.r.logger().With("job_id", jl.id)
+	}
+	return jl.l
 }

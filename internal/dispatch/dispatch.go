@@ -159,8 +159,9 @@ type Dispatcher struct {
 	cfg Config
 	log *slog.Logger
 
-	// deliverCtx bounds deliveries and their acknowledgements; it ends at
-	// the hard stop.
+	// deliverCtx bounds the acknowledgements and other writes of
+	// deliveries; it ends at the hard stop (stopHard), which also cancels
+	// the deliveries themselves.
 	deliverCtx context.Context
 	hardStop   context.CancelFunc
 	complete   *batch.Batcher[ackItem, struct{}]
@@ -786,10 +787,10 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		case <-finished:
 		case <-ctx.Done():
 			d.log.Warn("shutdown timeout: cancelling deliveries in flight")
-			d.hardStop()
+			d.stopHard()
 			<-finished
 		}
-		d.hardStop()
+		d.stopHard()
 		d.complete.Close()
 		d.heads.Close()
 		d.holds.Close()
@@ -809,18 +810,41 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stopHard ends deliverCtx and cancels the deliveries in flight (their
+// contexts are not derived from it: see runner.process). A delivery that
+// starts after the Range finds deliverCtx ended, and cancels itself.
+func (d *Dispatcher) stopHard() {
+	d.hardStop()
+	d.deliveries.Range(func(_, v any) bool {
+		v.(*delivery).cancel(context.Canceled)
+		return true
+	})
+}
+
 // retryStore runs op until it succeeds, the job turns out not to be ours
-// (ErrNotFound), or the hard stop. It backs off between attempts.
-func (d *Dispatcher) retryStore(log *slog.Logger, what string, op func(ctx context.Context) error) error {
+// (ErrNotFound), or the hard stop. It backs off between attempts, and
+// bounds each attempt to 30 s. log gives the logger for its warnings,
+// called only when an attempt failed.
+func (d *Dispatcher) retryStore(log func() *slog.Logger, what string, op func(ctx context.Context) error) error {
+	return d.retryStoreWithin(log, what, 30*time.Second, op)
+}
+
+// retryStoreWithin is retryStore with each attempt bounded to limit; 0
+// sets no bound of its own (op is bounded otherwise, as an acknowledgement
+// by its batch's timeout), and each attempt then costs no timer.
+func (d *Dispatcher) retryStoreWithin(log func() *slog.Logger, what string, limit time.Duration, op func(ctx context.Context) error) error {
 	wait := 50 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(d.deliverCtx, 30*time.Second)
+		ctx, cancel := d.deliverCtx, context.CancelFunc(func() {})
+		if limit > 0 {
+			ctx, cancel = context.WithTimeout(d.deliverCtx, limit)
+		}
 		err := op(ctx)
 		cancel()
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		log.Warn(what+" failed; retrying", "err", err, "in", wait)
+		log().Warn(what+" failed; retrying", "err", err, "in", wait)
 		select {
 		case <-d.deliverCtx.Done():
 			return d.deliverCtx.Err()

@@ -346,7 +346,7 @@ func parseRetryAfter(v string, now time.Time) *time.Duration {
 // the next batch of held jobs; its worker slot goes on with the next job.
 func (r *runner) hold(j *store.Job, wait time.Duration) {
 	r.logger().Debug("job held back for its worker host", "job_id", j.ID, "wait", wait)
-	err := r.d.retryStore(r.logger(), "hold job back", func(ctx context.Context) error {
+	err := r.d.retryStore(r.logger, "hold job back", func(ctx context.Context) error {
 		_, err := r.d.holds.Do(ctx, store.JobDelay{ID: j.ID, Delay: wait})
 		return err
 	})

@@ -283,7 +283,7 @@ func (d *Dispatcher) whyNotHeld(ctx context.Context, id int64, grabs int, status
 // this node's) is left as it is.
 func (r *runner) accept(j *store.Job, lease time.Duration) error {
 	d := r.d
-	err := d.retryStore(r.logger(), "record accepted job", func(ctx context.Context) error {
+	err := d.retryStore(r.logger, "record accepted job", func(ctx context.Context) error {
 		_, err := d.cfg.Store.JobLease(ctx, &store.JobLeaseParams{ID: j.ID, Grabs: j.Grabs, Lease: lease})
 		return err
 	})

@@ -41,6 +41,9 @@ func checkRange(field string, v *int, lo, hi int) error {
 
 // badRequest answers a failed check (a *validate.Error) with 400.
 func badRequest(err error) error {
+	if err == nil {
+		return nil // before errors.As, whose target would escape for nothing
+	}
 	var ve *validate.Error
 	if errors.As(err, &ve) {
 		return errorf(http.StatusBadRequest, "%s", ve.Error())

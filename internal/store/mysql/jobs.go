@@ -910,15 +910,19 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 	if info.returning {
 		q, args := insertSQL(jobs, p, nil)
 		i := 0
-		return queryInsert(ctx, db, q+" RETURNING id, created_at, next_try, grabbed_until", args, len(jobs), func(rows *sql.Rows) error {
+		// next_try and grabbed_until are created_at plus what the row
+		// added to NOW(6), which is one value within a statement: they
+		// are computed here, as below, rather than read back and parsed.
+		return queryInsert(ctx, db, q+" RETURNING id, created_at", args, len(jobs), func(rows *sql.Rows) error {
 			var (
-				id                   int64
-				created, next, until time.Time
+				id  int64
+				now time.Time
 			)
-			if err := rows.Scan(&id, &created, &next, &until); err != nil {
+			if err := rows.Scan(&id, &now); err != nil {
 				return err
 			}
-			*out = append(*out, jobs[i].GrabbedJob(id, p.Node, created, next, until))
+			j := jobs[i]
+			*out = append(*out, j.GrabbedJob(id, p.Node, now, now.Add(micros(j.RunAfter)), now.Add(micros(p.Lease))))
 			i++
 			return nil
 		})
