@@ -50,7 +50,8 @@ type call[T, R any] struct {
 	item T
 	res  R
 	err  error
-	done chan struct{}
+	done chan struct{}          // closed when the batch ran (Do)
+	then func(res R, err error) // called instead when the batch ran (Go)
 }
 
 // New starts a batcher whose batches hold at most max items and start at
@@ -95,6 +96,27 @@ func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
 		return c.res, c.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
+	}
+}
+
+// Go adds item to the next batch and returns at once; then is called with
+// the item's result once its batch ran, or with ErrClosed after Close.
+// then runs on the batcher's goroutine, between batches: it must be
+// quick and must not call Do. Go waits only while the batcher's queue is
+// full.
+func (b *Batcher[T, R]) Go(item T, then func(res R, err error)) {
+	var zero R
+	c := &call[T, R]{item: item, then: then}
+	select {
+	case <-b.done:
+		then(zero, ErrClosed)
+		return
+	default:
+	}
+	select {
+	case b.calls <- c:
+	case <-b.done:
+		then(zero, ErrClosed)
 	}
 }
 
@@ -171,6 +193,10 @@ func (b *Batcher[T, R]) run(batch []*call[T, R]) {
 		} else {
 			c.res = res[i]
 		}
-		close(c.done)
+		if c.then != nil {
+			c.then(c.res, c.err)
+		} else {
+			close(c.done)
+		}
 	}
 }

@@ -245,3 +245,61 @@ func TestGapSpacesBatches(t *testing.T) {
 		t.Errorf("Close took %v, want sooner than the gap %v", d, gap)
 	}
 }
+
+// Go joins the batches as Do does, and each call's then gets its own
+// result, or the batch's error, once its batch ran; after Close, then
+// gets ErrClosed at once.
+func TestGoCallsBackWithTheResult(t *testing.T) {
+	r := newRecorder()
+	b := New(r.fn, 10, 0)
+	type answer struct{ res, item int }
+	got := make(chan answer, 10)
+	b.Go(1, func(res int, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		got <- answer{res, 1}
+	})
+	r.started(t, 1) // 1 alone in the first batch, held
+	for i := 2; i <= 4; i++ {
+		b.Go(i, func(res int, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			got <- answer{res, i}
+		})
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("item %d called back before its batch ran", a.item)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(r.release)
+	for range 4 {
+		select {
+		case a := <-got:
+			if a.res != 10*a.item {
+				t.Errorf("item %d: result %d, want %d", a.item, a.res, 10*a.item)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a Go call was never called back")
+		}
+	}
+	if sizes := r.sizes(); !slices.Equal(sizes, []int{1, 3}) {
+		t.Errorf("batch sizes %v, want [1 3]", sizes)
+	}
+
+	boom := errors.New("boom")
+	failing := New(func(ctx context.Context, items []int) ([]int, error) { return nil, boom }, 10, 0)
+	errs := make(chan error, 1)
+	failing.Go(1, func(_ int, err error) { errs <- err })
+	if err := <-errs; !errors.Is(err, boom) {
+		t.Errorf("then got %v, want %v", err, boom)
+	}
+	failing.Close()
+	failing.Go(2, func(_ int, err error) { errs <- err })
+	if err := <-errs; !errors.Is(err, ErrClosed) {
+		t.Errorf("Go after Close: then got %v, want ErrClosed", err)
+	}
+	b.Close()
+}

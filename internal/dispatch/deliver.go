@@ -85,6 +85,45 @@ func (r *runner) ack(ctx context.Context, j ackItem, now bool) error {
 	return err
 }
 
+// ackAsync acknowledges a delivered job without waiting for the commit:
+// the acknowledgement takes a worker slot of its own, which it holds until
+// its DELETE commits, as the job's slot would be held while it waited in
+// ack. The delivery's goroutine then gives its slot back, or goes on with
+// the next job in it, at once, instead of sleeping until the commit and
+// being woken again (a wake-up per job: docs/benchmarks.md). It reports
+// false, and does nothing, when no slot is free; ack then waits as before
+// (and takeSlots has sent the pending acknowledgements).
+func (r *runner) ackAsync(a ackItem, elapsed time.Duration) bool {
+	if r.takeSlots(1) == 0 {
+		return false
+	}
+	r.slots.wg.Add(1)
+	if n := r.acking.Add(1); 4*n >= 3*int64(r.settings.Load().MaxWorkers) {
+		r.d.complete.Flush()
+	}
+	r.d.complete.Go(a, func(_ struct{}, err error) {
+		r.acking.Add(-1)
+		if err != nil {
+			// Retried as ack is, off the batcher's goroutine.
+			go func() {
+				defer r.slots.wg.Done()
+				defer r.releaseSlots(1)
+				jl := jobLog{r: r, id: a.job.ID}
+				err := r.d.retryStoreWithin(jl.get, "acknowledge job", 0, func(ctx context.Context) error {
+					_, err := r.d.complete.Do(ctx, a)
+					return err
+				})
+				r.recorded(jl.get, stats.Success, elapsed, err)
+			}()
+			return
+		}
+		r.d.cfg.Stats.Delivered(r.name, stats.Success, elapsed)
+		r.releaseSlots(1)
+		r.slots.wg.Done()
+	})
+	return true
+}
+
 // ackLater acknowledges j, delivered, in the background, and reports
 // whether it does: the success of a key without order whose next jobs
 // wait (keys.go) frees its worker slot for them at once, where the slot
@@ -196,6 +235,9 @@ func (r *runner) process(j *store.Job) (accepted bool) {
 		waits := r.keyWaits(j)
 		a := succeeded(j, q, &res)
 		if waits && !j.Ordered && r.ackLater(log, a, elapsed) {
+			return false
+		}
+		if j.ConcurrencyKey == "" && r.ackAsync(a, elapsed) {
 			return false
 		}
 		err = d.retryStoreWithin(log, "acknowledge job", 0, func(ctx context.Context) error { return r.ack(ctx, a, waits) })
