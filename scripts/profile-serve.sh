@@ -4,7 +4,7 @@
 #   scripts/profile-serve.sh [GIT_REV | BINARY] [OUT_DIR]   (default: the work tree, /tmp/rowq-profile)
 #
 # Builds rowq with -tags pprof (cmd/rowq/pprof.go), starts `rowq serve` on a fresh
-# MariaDB database, drives it with ../shared/bench/qbench (one job a request, 16
+# MariaDB database (DB=postgres: PostgreSQL; DB=sqlite: a new SQLite file), drives it with ../shared/bench/qbench (one job a request, 16
 # clients, 100 workers, 30,000 jobs) and writes to OUT_DIR:
 #   cpu.prof      a CPU profile of the node over the middle of the run
 #   allocs.prof   the node's allocations (whole life of the process: go tool pprof -sample_index=alloc_objects)
@@ -32,13 +32,22 @@ else
 fi
 (cd "$shared/qbench" && go build -o "$T/qbench" .)
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-mysql -uroot -h127.0.0.1 -e 'DROP DATABASE IF EXISTS rowq_profile; CREATE DATABASE rowq_profile'
+case ${DB:-mariadb} in
+mariadb)
+	mysql -uroot -h127.0.0.1 -e 'DROP DATABASE IF EXISTS rowq_profile; CREATE DATABASE rowq_profile'
+	url=mysql://root@127.0.0.1:3306/rowq_profile dbproc=mariadbd ;;
+postgres)
+	psql -q -U postgres -h 127.0.0.1 -d postgres -c 'DROP DATABASE IF EXISTS rowq_profile' -c 'CREATE DATABASE rowq_profile'
+	url='postgres://postgres@127.0.0.1:5432/rowq_profile?sslmode=disable' dbproc=postgres ;;
+sqlite) url=sqlite://$T/rowq.db dbproc= ;;
+esac
 qp=$(port) pp=$(port)
 (cd "$T" && ROWQ_PPROF_ADDR=127.0.0.1:$pp exec "$T/rowq" serve --bind 127.0.0.1:$qp \
-	--database-url mysql://root@127.0.0.1:3306/rowq_profile >"$out/serve.log" 2>&1) & PIDS+=($!)
+	--database-url "$url" >"$out/serve.log" 2>&1) & PIDS+=($!)
 for _ in $(seq 1 100); do curl -fs http://127.0.0.1:$qp/version >/dev/null 2>&1 && break; sleep 0.1; done
 node=$(pgrep -f "rowq serve --bind 127.0.0.1:$qp" | head -1)
-db=$(pgrep -x mariadbd | head -1)
+pids="node=$node"
+[ -n "$dbproc" ] && pids="$pids,db=$(pgrep -x -o "$dbproc")" # PostgreSQL: its postmaster only
 if [ "${STRACE:-}" = 1 ]; then
 	strace -c -f -o "$out/strace.txt" -p "$node" & PIDS+=($!); sleep 1
 else
@@ -46,7 +55,7 @@ else
 fi
 n=${N:-30000}
 "$T/qbench" -base http://127.0.0.1:$qp -n $n -c 16 -workers 100 -worker-addr 127.0.0.1:$(port) \
-	-timeout 20s -settle 300ms -pids "node=$node,db=$db" >"$T/q.json" 2>"$T/q.err"
+	-timeout 20s -settle 300ms -pids "$pids" >"$T/q.json" 2>"$T/q.err"
 if [ "${STRACE:-}" = 1 ]; then kill -INT "${PIDS[-1]}"; fi
 wait "${PIDS[-1]}" 2>/dev/null || true
 curl -fs "http://127.0.0.1:$pp/debug/pprof/allocs" -o "$out/allocs.prof"
