@@ -63,7 +63,8 @@ import (
 // commits, which are most of the database's cost per job. No client waits
 // for an acknowledgement, but its job's worker slot stays taken until it
 // commits (so that a crash redelivers at most max_workers jobs): a runner
-// whose slots mostly wait for acknowledgements flushes them (runner.ack).
+// whose slots mostly wait for acknowledgements flushes them (runner.ack,
+// runner.ackAsync).
 const ackGap = 6 * time.Millisecond
 
 // Config configures a Dispatcher. Zero durations and sizes take the

@@ -9,9 +9,9 @@
 //
 // The floor is small on purpose. Measured on the 2-core benchmark machine
 // (docs/benchmarks.md), 12 MiB cut the node's CPU per job by about a tenth
-// and its collections by four fifths; 24 and 64 MiB collected less often
-// still but cost more CPU, not less: a heap that no longer fits the
-// processor's caches makes every allocation slower.
+// and its collections by four fifths; 64 MiB collected less often still
+// but saved nothing: a heap that no longer fits the processor's caches
+// makes every allocation slower.
 //
 // It is the approach of a GOGC tuner: after each collection it sets the GC
 // percentage so that the next collection comes when the heap reaches
