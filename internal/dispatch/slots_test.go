@@ -185,3 +185,40 @@ func TestTakeSlots_FlushesPendingAcksWhenNoSlotIsFree(t *testing.T) {
 		t.Fatal("the pending acknowledgement still waits for its gap after a take found no slot free")
 	}
 }
+
+// TestAckAsync_HoldsASlotUntilTheCommit: a success acknowledged without
+// waiting (ackAsync) takes a worker slot of its own, which it gives back
+// only when its batch has committed, so that the slots still bound the
+// jobs a crash would deliver again; with no slot free, it does nothing
+// and the delivery waits for its acknowledgement as before.
+func TestAckAsync_HoldsASlotUntilTheCommit(t *testing.T) {
+	r := memRunner(t, 3)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before memRunner's Close
+	r.d.complete.Close()
+	r.d.complete = batch.New(func(_ context.Context, jobs []ackItem) ([]struct{}, error) {
+		<-release // the DELETE commits when the test says
+		return make([]struct{}, len(jobs)), nil
+	}, 500, 0)
+	for id := int64(1); id <= 2; id++ {
+		r.slots.inflight.Add(1) // a delivery's own slot
+		if !r.ackAsync(ackItem{job: &store.Job{ID: id}}, time.Millisecond) {
+			t.Fatalf("job %d: ackAsync with a slot free did not take it", id)
+		}
+		r.releaseSlots(1) // the delivery's goroutine ends
+	}
+	if got := r.slots.inflight.Load(); got != 2 {
+		t.Fatalf("slots taken while two acknowledgements wait for their commit = %d, want 2", got)
+	}
+	r.slots.inflight.Add(1) // a third delivery takes the last slot
+	if r.ackAsync(ackItem{job: &store.Job{ID: 3}}, time.Millisecond) {
+		t.Fatal("ackAsync took a slot beyond max_workers")
+	}
+	r.releaseSlots(1)
+	once.Do(func() { close(release) })
+	testworker.WaitFor(t, 30*time.Second, "the acknowledgements' slots given back at their commit", func() bool {
+		return r.slots.inflight.Load() == 0 && r.acking.Load() == 0
+	})
+	r.slots.wg.Wait() // every acknowledgement done: halt would not wait forever
+}
