@@ -67,8 +67,39 @@ func (g *Galera) Database(t testing.TB) *Galera {
 	db := &Galera{URL: renameDB(g.URL, name)}
 	for _, m := range g.Members {
 		db.Members = append(db.Members, renameDB(m, name))
+		// A member applies what another committed a moment later: a test
+		// that connects to the new database through it at once could find
+		// none (Error 1049). Wait until each member has it.
+		seeDatabase(t, m, name)
 	}
 	return db
+}
+
+// seeDatabase waits until member m has database name, asking with
+// wsrep_sync_wait so that each answer comes after the member applied what
+// the cluster had committed.
+func seeDatabase(t testing.TB, m, name string) {
+	t.Helper()
+	dsn, err := mysql.DSNFromURL(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := openAdmin(t, "mysql", dsn, m)
+	defer admin.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var n int
+		err := admin.QueryRowContext(ctx, "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n)
+		cancel()
+		if err == nil && n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dbtest: database %s not on %s after 60 s (last error: %v)", name, m, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // dropAnywhere drops database name through the first member that takes the
