@@ -141,6 +141,15 @@ func (h *Handoff) Deliver(j *store.Job) {
 				h.r.nudge()
 				return
 			}
+			if h.r.settings.Load().Paused {
+				// Paused while the insert ran: not delivered now. The
+				// read-ahead holds it until the run loop, held, gives it
+				// back to waiting (giveBack).
+				h.r.ahead.add([]*store.Job{j}, 0)
+				h.r.releaseSlots(1)
+				h.r.nudge()
+				return
+			}
 			h.r.work(j)
 		}()
 	})

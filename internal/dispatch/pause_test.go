@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rowq/rowq/internal/store"
 	"github.com/rowq/rowq/internal/store/dbtest"
@@ -55,3 +56,55 @@ func TestSync_KeepsAPauseNewerThanItsRead(t *testing.T) {
 
 // readAll is a leadership cycle's read of all the queues led.
 func readAll(led []*store.Queue) ledRead { return ledRead{queues: led, read: true, all: true} }
+
+// pausingGrab pauses the queue while a grab runs (after the database has
+// answered it), as a pause that lands during a grab's round trip.
+type pausingGrab struct {
+	store.Store
+	d *Dispatcher
+}
+
+func (s *pausingGrab) JobsGrab(ctx context.Context, p *store.JobsGrabParams) ([]*store.Job, error) {
+	jobs, err := s.Store.JobsGrab(ctx, p)
+	s.d.SetPaused(p.Queue, true)
+	return jobs, err
+}
+
+// TestPushTurn_PausedDuringTheGrabStartsNone: a grab whose answer comes
+// after a pause starts none of its jobs (one may have been enqueued after
+// the pause answered); the next turn, held, gives them back to waiting.
+func TestPushTurn_PausedDuringTheGrabStartsNone(t *testing.T) {
+	var ps *pausingGrab
+	b := setupRunner(t, store.Queue{MaxWorkers: 10}, func(s store.Store) Store {
+		ps = &pausingGrab{Store: s}
+		return ps
+	})
+	ps.d = b.d
+	b.insert(t, jobParams(1, "", 0, false)...)
+	b.r.turn.look = true
+	q := b.r.settings.Load()
+	s := b.r.pushTurn(q, time.Now(), false)
+	if !s.ran || s.err != nil {
+		t.Fatalf("the grab: %+v", s)
+	}
+	if !b.r.settings.Load().Paused {
+		t.Fatal("the queue was not paused during the grab")
+	}
+	if n := b.r.ahead.len(); n != 1 {
+		t.Fatalf("%d jobs held back after the grab, want 1", n)
+	}
+	b.r.pushTurn(b.r.settings.Load(), time.Now(), true) // held: paused
+	jobs, err := b.s.JobsList(context.Background(), &store.JobsListParams{Queue: "q", Kind: store.JobsWaiting, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 {
+		t.Errorf("%d jobs waiting after the held turn, want the grabbed one back", len(jobs))
+	}
+	if got := b.r.slots.inflight.Load(); got != 0 {
+		t.Errorf("%d worker slots taken, want 0", got)
+	}
+	if n := b.w.deliveries(); n != 0 {
+		t.Errorf("%d deliveries while paused, want none", n)
+	}
+}

@@ -324,6 +324,15 @@ func (r *runner) fill(q *store.Queue, now time.Time, free int64) step {
 	}
 	got := len(jobs)
 	jobs = r.admit(jobs) // parks keyed jobs whose key is full
+	if r.settings.Load().Paused {
+		// Paused while the grab ran: start none of its jobs, even one
+		// enqueued after the pause answered. They wait in the read-ahead,
+		// which the next turn, held, gives back to waiting (giveBack).
+		r.releaseSlots(int64(took))
+		r.ahead.add(jobs, p.ahead/2)
+		r.grabbed(false, gen)
+		return step{again: true, free: free, ran: true, err: err, what: "grab jobs"}
+	}
 	started := min(len(jobs), took)
 	r.releaseSlots(int64(took - started))
 	r.deliver(jobs[:started])

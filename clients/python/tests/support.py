@@ -94,6 +94,11 @@ class Worker:
         self._server.shutdown()
         self._server.server_close()
 
+    def received(self, path: str) -> List[Delivery]:
+        """The requests the worker has received on path so far."""
+        with self._cond:
+            return [d for d in self.deliveries if d.path == path]
+
     def wait_for(self, path: str, n: int, timeout: float = 10) -> List[Delivery]:
         """Waits until the worker has received n requests on path, and returns them."""
         deadline = time.monotonic() + timeout

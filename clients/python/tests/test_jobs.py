@@ -203,8 +203,12 @@ class JobsTest(unittest.TestCase):
         q, cat = self.queue_with_routing()
         self.c.pause_queue(q)
         job = self.c.enqueue(cat, self.worker.url + "/ok/" + q, {"paused": True})
+        # A grab that began before the pause may hold the job a moment; the
+        # node then gives it back to waiting, undelivered.
+        eventually(self, lambda: [j.id for j in self.c.jobs(q, rowq.WAITING)] == [job.id], "the job waiting while paused")
         [waiting] = list(self.c.jobs(q, rowq.WAITING))
         self.assertEqual((waiting.id, waiting.status), (job.id, "claimed"))
+        self.assertEqual(self.worker.received("/ok/" + q), [], "delivered while paused")
         self.c.resume_queue(q)
         [d] = self.worker.wait_for("/ok/" + q, 1)
         self.assertEqual(d.json(), {"paused": True})
