@@ -40,6 +40,7 @@ postgres)
 	psql -q -U postgres -h 127.0.0.1 -d postgres -c 'DROP DATABASE IF EXISTS rowq_profile' -c 'CREATE DATABASE rowq_profile'
 	url='postgres://postgres@127.0.0.1:5432/rowq_profile?sslmode=disable' dbproc=postgres ;;
 sqlite) url=sqlite://$T/rowq.db dbproc= ;;
+*) echo "DB: mariadb (the default), postgres or sqlite, not $DB" >&2; exit 2 ;;
 esac
 qp=$(port) pp=$(port)
 (cd "$T" && ROWQ_PPROF_ADDR=127.0.0.1:$pp exec "$T/rowq" serve --bind 127.0.0.1:$qp \

@@ -103,7 +103,8 @@ func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
 // the item's result once its batch ran, or with ErrClosed after Close.
 // then runs on the batcher's goroutine, between batches: it must be
 // quick and must not call Do. Go waits only while the batcher's queue is
-// full.
+// full. As with Do, a call that races with Close may be lost: callers
+// stop calling Go before they Close (the dispatcher's runners end first).
 func (b *Batcher[T, R]) Go(item T, then func(res R, err error)) {
 	var zero R
 	c := &call[T, R]{item: item, then: then}

@@ -109,11 +109,7 @@ func (r *runner) ackAsync(a ackItem, elapsed time.Duration) bool {
 				defer r.slots.wg.Done()
 				defer r.releaseSlots(1)
 				jl := jobLog{r: r, id: a.job.ID}
-				err := r.d.retryStoreWithin(jl.get, "acknowledge job", 0, func(ctx context.Context) error {
-					_, err := r.d.complete.Do(ctx, a)
-					return err
-				})
-				r.recorded(jl.get, stats.Success, elapsed, err)
+				r.ackRetried(jl.get, a, elapsed)
 			}()
 			return
 		}
@@ -147,13 +143,21 @@ func (r *runner) ackLater(log func() *slog.Logger, j ackItem, elapsed time.Durat
 	go func() {
 		defer d.acks.Done()
 		defer r.acking.Add(-1)
-		err := d.retryStoreWithin(log, "acknowledge job", 0, func(ctx context.Context) error {
-			_, err := d.complete.Do(ctx, j)
-			return err
-		})
-		r.recorded(log, stats.Success, elapsed, err)
+		r.ackRetried(log, j, elapsed)
 	}()
 	return true
+}
+
+// ackRetried acknowledges a, delivered in elapsed, in the next batch,
+// retrying until it commits or the job is no longer this node's, and
+// counts the delivery: the background acknowledgements' common end
+// (ackLater, and ackAsync's after a failed batch).
+func (r *runner) ackRetried(log func() *slog.Logger, a ackItem, elapsed time.Duration) {
+	err := r.d.retryStoreWithin(log, "acknowledge job", 0, func(ctx context.Context) error {
+		_, err := r.d.complete.Do(ctx, a)
+		return err
+	})
+	r.recorded(log, stats.Success, elapsed, err)
 }
 
 // process delivers one job and records the outcome: success removes it,

@@ -25,9 +25,10 @@ const pruneBatch = 1000
 const pruneMaxBatches = 1000
 
 // pruneLater runs pruneFinished in the background unless one still runs:
-// pruning a large history takes seconds to tens of seconds (1,000,000 rows
-// took 11 s on a quiet machine, 27 s on a loaded one: docs/lifecycle.md), which the leadership cycle, and with it
-// the claims of new queues and of a dead node's, must not wait for.
+// pruning a large history takes seconds to tens of seconds (1,000,000
+// rows took 11 s on a quiet machine, 27 s on a loaded one:
+// docs/lifecycle.md), which the leadership cycle, and with it the claims
+// of new queues and of a dead node's, must not wait for.
 func (d *Dispatcher) pruneLater() {
 	if !d.pruneBusy.CompareAndSwap(false, true) {
 		return

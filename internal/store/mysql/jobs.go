@@ -912,7 +912,7 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 		i := 0
 		// next_try and grabbed_until are created_at plus what the row
 		// added to NOW(6), which is one value within a statement: they
-		// are computed here, as below, rather than read back and parsed.
+		// are computed (grabbedAt) rather than read back and parsed.
 		return queryInsert(ctx, db, q+" RETURNING id, created_at", args, len(jobs), func(rows *sql.Rows) error {
 			var (
 				id  int64
@@ -921,8 +921,7 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 			if err := rows.Scan(&id, &now); err != nil {
 				return err
 			}
-			j := jobs[i]
-			*out = append(*out, j.GrabbedJob(id, p.Node, now, now.Add(micros(j.RunAfter)), now.Add(micros(p.Lease))))
+			*out = append(*out, grabbedAt(jobs[i], id, p, now))
 			i++
 			return nil
 		})
@@ -937,9 +936,16 @@ func (s *Store) insertGrabbedRows(ctx context.Context, db sqldb.DBTX, jobs []*st
 		return err
 	}
 	for i, j := range jobs {
-		*out = append(*out, j.GrabbedJob(ids[i], p.Node, at, at.Add(micros(j.RunAfter)), at.Add(micros(p.Lease))))
+		*out = append(*out, grabbedAt(j, ids[i], p, at))
 	}
 	return nil
+}
+
+// grabbedAt is job j, stored with id by an insert grabbed by p.Node whose
+// NOW(6) was at: its next_try and grabbed_until are what the row added
+// to at.
+func grabbedAt(j *store.JobInsertParams, id int64, p *store.JobsInsertGrabbedParams, at time.Time) *store.Job {
+	return j.GrabbedJob(id, p.Node, at, at.Add(micros(j.RunAfter)), at.Add(micros(p.Lease)))
 }
 
 // micros is d in whole microseconds, as INTERVAL … MICROSECOND adds it.
