@@ -25,10 +25,10 @@ type Runner struct {
 	// migration's own transaction (SQLite, whose write transactions are
 	// already exclusive).
 	Lock func(ctx context.Context, conn *sql.Conn) (unlock func(), err error)
-	// Transactional says that DDL is transactional (PostgreSQL, SQLite): each
-	// file and its version row are applied in one transaction. MySQL DDL is
-	// not, so there each file holds one statement and the version row is
-	// written after it.
+	// Transactional says that DDL is transactional (PostgreSQL, SQLite): the
+	// files not applied yet and their version rows are applied in one
+	// transaction. MySQL DDL is not, so there each file holds one statement
+	// and the version row is written after it.
 	Transactional bool
 	// Placeholder renders the n-th (1-based) bind parameter: "?" or "$1".
 	Placeholder func(n int) string
@@ -70,46 +70,97 @@ func (r *Runner) Run(ctx context.Context) error {
 		name VARCHAR(255) NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: create rowq_migrations: %w", err)
 	}
+	if r.Transactional {
+		return r.runTx(ctx, conn, migs)
+	}
+	done, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return err
+	}
 	for _, m := range migs {
-		if err := r.apply(ctx, conn, m); err != nil {
+		if done[m.version] {
+			continue
+		}
+		// Read again just before: where the lock may not hold against
+		// every twin (Galera), a twin may have applied it meanwhile.
+		var n int
+		check := "/* rowq:migrate.check */ SELECT COUNT(*) FROM rowq_migrations WHERE version = " + r.Placeholder(1)
+		if err := conn.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil {
 			return fmt.Errorf("migrate: %04d_%s: %w", m.version, m.name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil && !r.applied(err) {
+			return fmt.Errorf("migrate: %04d_%s: %w", m.version, m.name, err)
+		}
+		if _, err := conn.ExecContext(ctx, r.recordSQL(), m.version, m.name); err != nil && !r.applied(err) {
+			return fmt.Errorf("migrate: %04d_%s: record: %w", m.version, m.name, err)
 		}
 	}
 	return nil
 }
 
-func (r *Runner) apply(ctx context.Context, conn *sql.Conn, m migration) error {
-	check := "/* rowq:migrate.check */ SELECT COUNT(*) FROM rowq_migrations WHERE version = " + r.Placeholder(1)
-	record := "/* rowq:migrate.record */ INSERT INTO rowq_migrations (version, name) VALUES (" + r.Placeholder(1) + ", " + r.Placeholder(2) + ")"
-	if !r.Transactional {
-		var n int
-		if err := conn.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil || n > 0 {
-			return err
-		}
-		if _, err := conn.ExecContext(ctx, m.sql); err != nil && !r.applied(err) {
-			return err
-		}
-		if _, err := conn.ExecContext(ctx, record, m.version, m.name); err != nil && !r.applied(err) {
-			return err
-		}
-		return nil
-	}
+// runTx applies the migrations not applied yet in one transaction, where
+// DDL is transactional: a schema is upgraded whole or not at all, with one
+// commit (a fresh SQLite database was 25 commits, each synced to disk).
+func (r *Runner) runTx(ctx context.Context, conn *sql.Conn, migs []migration) error {
 	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback()
+	done, err := appliedVersions(ctx, tx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, check, m.version).Scan(&n); err != nil || n > 0 {
-		return err
+	n := 0
+	for _, m := range migs {
+		if done[m.version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migrate: %04d_%s: %w", m.version, m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, r.recordSQL(), m.version, m.name); err != nil {
+			return fmt.Errorf("migrate: %04d_%s: record: %w", m.version, m.name, err)
+		}
+		n++
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
+	if n == 0 {
+		return nil // up to date: nothing to commit
 	}
-	if _, err := tx.ExecContext(ctx, record, m.version, m.name); err != nil {
-		return err
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
 	}
-	return tx.Commit()
+	return nil
+}
+
+// appliedVersions reads the versions rowq_migrations records.
+func appliedVersions(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}) (map[int]bool, error) {
+	rows, err := q.QueryContext(ctx, "/* rowq:migrate.check */ SELECT version FROM rowq_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read rowq_migrations: %w", err)
+	}
+	defer rows.Close()
+	done := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("migrate: read rowq_migrations: %w", err)
+		}
+		done[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: read rowq_migrations: %w", err)
+	}
+	return done, nil
+}
+
+func (r *Runner) recordSQL() string {
+	return "/* rowq:migrate.record */ INSERT INTO rowq_migrations (version, name) VALUES (" + r.Placeholder(1) + ", " + r.Placeholder(2) + ")"
 }
 
 func (r *Runner) applied(err error) bool { return r.Applied != nil && r.Applied(err) }
