@@ -61,15 +61,18 @@ func TestChaos_OneKillLosesNoJob(t *testing.T) {
 			t.Errorf("%d enqueues refused without Retry-After", res.RefusedWithoutRetryAfter)
 		}
 		// A sample whose table query failed (a loaded machine, a node
-		// just killed) has no tables; one sample at least must have them.
-		delivered, sized := 0, 0
+		// just killed) has no tables, and one taken while the only node
+		// was down and its replacement not yet up has no nodes (it failed
+		// once so on a loaded machine: failover 2.5 s); one sample at
+		// least must have each.
+		delivered, sized, withNodes := 0, 0, 0
 		for _, s := range res.Samples {
 			delivered += s.Delivered
 			if slices.ContainsFunc(s.Tables, func(t *chaos.TableSample) bool { return t.Name == "jobs" && t.Bytes > 0 }) {
 				sized++
 			}
-			if len(s.Nodes) == 0 {
-				t.Errorf("sample at %.0f s: no nodes; want each node's memory and goroutines", s.AtS)
+			if len(s.Nodes) > 0 {
+				withNodes++
 			}
 			for _, n := range s.Nodes {
 				if n.RSSMB <= 0 || n.Goroutines <= 0 {
@@ -79,6 +82,9 @@ func TestChaos_OneKillLosesNoJob(t *testing.T) {
 		}
 		if sized == 0 {
 			t.Errorf("no sample sized the jobs table")
+		}
+		if withNodes == 0 {
+			t.Errorf("no sample had a node; want each node's memory and goroutines")
 		}
 		if len(res.Samples) < 2 || delivered == 0 {
 			t.Errorf("%d samples counting %d deliveries; want 2 or more over 8 s, with deliveries", len(res.Samples), delivered)
